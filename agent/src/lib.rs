@@ -1,0 +1,1 @@
+//! Agent assembly (in progress).

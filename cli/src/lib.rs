@@ -1,0 +1,1 @@
+//! The talaria command line (in progress).

@@ -1,0 +1,1 @@
+//! Scripted model server (in progress).
