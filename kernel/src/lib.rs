@@ -1,16 +1,36 @@
 //! Talaria's microkernel.
 //!
-//! Only three things live here: the agent loop (a state machine over turns),
-//! the iteration budget, and the prompt/cache builder. The kernel talks to the
-//! world through the small ports in [`model`] and [`ports`]; everything that
-//! does I/O implements them from outside, so the loop is tested with fakes.
+//! Only three things live here: the agent loop (a state machine over turns,
+//! [`agent_loop`]), the budgets ([`budget`]) and the prompt/cache builder
+//! ([`prompt`]). The kernel talks to the world through the small ports in
+//! [`model`] and [`ports`]; everything that does I/O implements them from
+//! outside, so the loop is tested with fakes.
 
+pub mod agent_loop;
+pub mod budget;
+pub mod events;
 pub mod message;
 pub mod model;
+pub mod ports;
+pub mod prompt;
+pub mod retry;
+pub mod validate;
 
+pub use agent_loop::{
+    AgentLoop, Conversation, Exit, Grace, LoopConfig, LoopError, LoopState, ModelRoute, Phase,
+    Ports,
+};
+pub use budget::{Budget, Exhaustion, IterationBudget, Pricing};
+pub use events::{AgentEvent, EventSink, NoEvents};
 pub use message::{Message, Role, ToolCall, ToolResult, ToolSpec, Usage};
 pub use model::{
     CacheBreakpoints, FinishReason, ModelError, ModelProvider, ModelRequest, ModelResponse,
     NullSink, StreamEvent, StreamSink, ToolChoice,
 };
+pub use ports::{
+    Clock, HookVerdict, Hooks, NoHooks, SessionStore, StoreError, SystemClock, ToolContext,
+    ToolDispatcher, ValidatedCall,
+};
+pub use prompt::{FrozenPrompt, PromptBuilder, Section};
+pub use retry::RetryPolicy;
 pub use tokio_util::sync::CancellationToken;

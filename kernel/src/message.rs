@@ -56,12 +56,20 @@ pub struct Message {
 impl Message {
     /// A user message.
     pub fn user(text: impl Into<String>) -> Self {
-        Self { role: Role::User, content: text.into(), ..Self::default() }
+        Self {
+            role: Role::User,
+            content: text.into(),
+            ..Self::default()
+        }
     }
 
     /// An assistant message with text only.
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: text.into(), ..Self::default() }
+        Self {
+            role: Role::Assistant,
+            content: text.into(),
+            ..Self::default()
+        }
     }
 
     /// A tool result message answering `result.call_id`.
@@ -104,12 +112,22 @@ pub struct ToolResult {
 impl ToolResult {
     /// A successful result.
     pub fn ok(call: &ToolCall, content: impl Into<String>) -> Self {
-        Self { call_id: call.id.clone(), name: call.name.clone(), content: content.into(), is_error: false }
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.into(),
+            is_error: false,
+        }
     }
 
     /// An error result the model can read and act on.
     pub fn error(call: &ToolCall, content: impl Into<String>) -> Self {
-        Self { call_id: call.id.clone(), name: call.name.clone(), content: content.into(), is_error: true }
+        Self {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: content.into(),
+            is_error: true,
+        }
     }
 }
 

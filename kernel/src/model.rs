@@ -33,7 +33,10 @@ pub struct CacheBreakpoints {
 impl CacheBreakpoints {
     /// The standard policy: the system prompt plus the last three messages.
     pub fn system_and_last_three(message_count: usize) -> Self {
-        Self { system: true, messages: (message_count.saturating_sub(3)..message_count).collect() }
+        Self {
+            system: true,
+            messages: (message_count.saturating_sub(3)..message_count).collect(),
+        }
     }
 }
 
@@ -218,9 +221,8 @@ impl ModelError {
     /// Delay the provider asked for before retrying, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ModelError::RateLimited { retry_after, .. } | ModelError::Server { retry_after, .. } => {
-                *retry_after
-            }
+            ModelError::RateLimited { retry_after, .. }
+            | ModelError::Server { retry_after, .. } => *retry_after,
             _ => None,
         }
     }

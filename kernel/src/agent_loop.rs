@@ -1,0 +1,697 @@
+//! The agent loop: a state machine over turns with three exits (final text,
+//! budget exhausted, interrupt). Everything it must remember across turns lives
+//! in [`LoopState`], which tests can inspect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::{Budget, Exhaustion};
+use crate::events::{AgentEvent, EventSink};
+use crate::message::{Message, ToolCall, ToolResult, Usage};
+use crate::model::{
+    CacheBreakpoints, FinishReason, ModelError, ModelProvider, ModelRequest, ModelResponse,
+    StreamEvent, StreamSink, ToolChoice,
+};
+use crate::ports::{
+    Clock, HookVerdict, Hooks, NoHooks, SessionStore, ToolContext, ToolDispatcher, ValidatedCall,
+};
+use crate::prompt::FrozenPrompt;
+use crate::retry::RetryPolicy;
+use crate::validate::validate_call;
+
+/// Result text given to every tool call that was cut short by an interrupt.
+pub const INTERRUPTED_RESULT: &str = "interrupted by user: the call did not complete";
+/// The tool whose turns are refunded: running code is how the model saves turns.
+pub const EXECUTE_CODE_TOOL: &str = "execute_code";
+
+const CONTINUE_PROMPT: &str = "[System note] Your previous reply was cut off by the output \
+token limit. Continue exactly where it stopped, without repeating anything.";
+const SUMMARY_PROMPT: &str = "[System note] The budget for this task is used up and no more \
+tools can run. Write your final answer now: summarise what was done, what the results are, and \
+what remains unfinished.";
+
+fn budget_warning(exhausted: Exhaustion) -> String {
+    format!(
+        "[System note] The {exhausted} for this task is exhausted. You have exactly one more \
+         response: finish the task now if you can, otherwise wrap up. After it, you must give \
+         your final answer without tools."
+    )
+}
+
+/// One model of the fallback chain.
+#[derive(Clone)]
+pub struct ModelRoute {
+    /// Endpoint speaking the model's wire format.
+    pub provider: Arc<dyn ModelProvider>,
+    /// Model name at that endpoint.
+    pub model: String,
+}
+
+impl std::fmt::Debug for ModelRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.provider.name(), self.model)
+    }
+}
+
+/// The loop's tunables.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopConfig {
+    /// Retries of failed model calls.
+    pub retry: RetryPolicy,
+    /// How often a reply cut at the token limit is continued.
+    pub max_continuations: u32,
+    /// Output token cap per call.
+    pub max_tokens: Option<u32>,
+}
+
+impl LoopConfig {
+    /// The defaults: three retries, three continuations, no token cap.
+    pub fn standard() -> Self {
+        Self {
+            max_continuations: 3,
+            ..Self::default()
+        }
+    }
+}
+
+/// The I/O the loop is wired to.
+#[derive(Clone)]
+pub struct Ports {
+    /// Runs tools.
+    pub tools: Arc<dyn ToolDispatcher>,
+    /// Observes and gates calls.
+    pub hooks: Arc<dyn Hooks>,
+    /// Persists every message.
+    pub store: Arc<dyn SessionStore>,
+    /// Time and sleeping.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Ports {
+    /// Ports with no hooks.
+    pub fn new(
+        tools: Arc<dyn ToolDispatcher>,
+        store: Arc<dyn SessionStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            tools,
+            hooks: Arc::new(NoHooks),
+            store,
+            clock,
+        }
+    }
+}
+
+/// One session's conversation: its frozen prompt and its messages.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    /// Session id (for the store and tools).
+    pub session_id: String,
+    /// Built once at session start; never rebuilt mid-session.
+    pub prompt: FrozenPrompt,
+    /// Every message so far (the system prompt is separate).
+    pub messages: Vec<Message>,
+}
+
+impl Conversation {
+    /// A new, empty conversation.
+    pub fn new(session_id: impl Into<String>, prompt: FrozenPrompt) -> Self {
+        Self {
+            session_id: session_id.into(),
+            prompt,
+            messages: Vec::new(),
+        }
+    }
+}
+
+/// Where the state machine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// Not running.
+    #[default]
+    Idle,
+    /// Next: ask the model.
+    CallModel,
+    /// Next: run the outstanding tool calls.
+    RunTools,
+    /// Next: ask for the final summary (budget exhausted, grace used).
+    ForceSummary,
+    /// The run has exited.
+    Done,
+}
+
+/// Progress through the budget-exhaustion protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grace {
+    /// The budget has not run out.
+    #[default]
+    NotNeeded,
+    /// The warning is in the conversation; the next call is the grace call.
+    Warned(Exhaustion),
+    /// The grace call was made; next comes the forced summary.
+    Used(Exhaustion),
+}
+
+/// Everything the loop remembers across turns, open to inspection.
+#[derive(Debug, Clone, Default)]
+pub struct LoopState {
+    /// Current phase.
+    pub phase: Phase,
+    /// Model calls made in the current run.
+    pub iterations: u32,
+    /// Failed attempts of the call in progress.
+    pub retries: u32,
+    /// Retries over the loop's lifetime.
+    pub total_retries: u32,
+    /// Index of the active model in the fallback chain; stays once switched.
+    pub route: usize,
+    /// Tool calls requested and not yet answered.
+    pub outstanding: Vec<ToolCall>,
+    /// Continuations of truncated replies in the current run.
+    pub continuations: u32,
+    /// Budget-exhaustion protocol.
+    pub grace: Grace,
+    /// Whether the last model call took an iteration (grace calls don't).
+    pub last_call_consumed: bool,
+    /// Text of truncated replies awaiting their continuation.
+    pub partial_text: String,
+    /// Tokens over the loop's lifetime.
+    pub usage: Usage,
+    /// USD over the loop's lifetime.
+    pub cost_usd: f64,
+}
+
+impl LoopState {
+    fn begin_run(&mut self) {
+        self.phase = Phase::CallModel;
+        self.iterations = 0;
+        self.retries = 0;
+        self.outstanding.clear();
+        self.continuations = 0;
+        self.grace = Grace::NotNeeded;
+        self.last_call_consumed = false;
+        self.partial_text.clear();
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// The model answered.
+    Final(String),
+    /// A budget ran out; `summary` is the forced final summary.
+    BudgetExhausted {
+        /// Which budget.
+        exhausted: Exhaustion,
+        /// The model's summary, or a deterministic one if it could not give one.
+        summary: String,
+    },
+    /// The user interrupted; the conversation is valid for the next request.
+    Interrupted,
+}
+
+/// A run that could not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoopError {
+    /// The model failed after retries and every fallback.
+    #[error("model '{model}' failed: {error}")]
+    Model {
+        /// The last model tried.
+        model: String,
+        /// Its error.
+        error: ModelError,
+    },
+    /// No model was configured.
+    #[error("no model configured")]
+    NoModel,
+}
+
+enum Step {
+    Continue,
+    Exit(Exit),
+}
+
+enum CallError {
+    Interrupted,
+    Failed(LoopError),
+}
+
+/// Passes stream events to the surface as they arrive.
+struct ForwardStream<'a>(&'a dyn EventSink);
+
+impl StreamSink for ForwardStream<'_> {
+    fn on_event(&self, event: &StreamEvent) {
+        self.0.emit(AgentEvent::Stream(event.clone()));
+    }
+}
+
+/// The agent loop.
+pub struct AgentLoop {
+    routes: Vec<ModelRoute>,
+    ports: Ports,
+    budget: Budget,
+    config: LoopConfig,
+    state: LoopState,
+}
+
+impl AgentLoop {
+    /// A loop over `routes` (primary first, then fallbacks).
+    pub fn new(
+        routes: Vec<ModelRoute>,
+        ports: Ports,
+        budget: Budget,
+        config: LoopConfig,
+    ) -> Result<Self, LoopError> {
+        if routes.is_empty() {
+            return Err(LoopError::NoModel);
+        }
+        Ok(Self {
+            routes,
+            ports,
+            budget,
+            config,
+            state: LoopState::default(),
+        })
+    }
+
+    /// The cross-turn state.
+    pub fn state(&self) -> &LoopState {
+        &self.state
+    }
+
+    /// The budget (share its iterations with children).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// The model currently in use.
+    pub fn active_model(&self) -> &str {
+        self.routes
+            .get(self.state.route)
+            .map_or("", |r| r.model.as_str())
+    }
+
+    /// Runs one user turn to one of the three exits. Every message is persisted
+    /// as it is produced; on interrupt every outstanding call gets a result.
+    pub async fn run_turn(
+        &mut self,
+        conversation: &mut Conversation,
+        input: impl Into<String>,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
+        let started = self.ports.clock.now();
+        self.state.begin_run();
+        self.push(conversation, Message::user(input), events).await;
+        let outcome = self.drive(conversation, started, events, cancel).await;
+        self.state.phase = Phase::Done;
+        match &outcome {
+            Ok(Exit::Final(text)) | Ok(Exit::BudgetExhausted { summary: text, .. }) => {
+                events.emit(AgentEvent::Final { text: text.clone() });
+            }
+            Ok(Exit::Interrupted) | Err(_) => {}
+        }
+        self.ports.hooks.session_end(&conversation.session_id).await;
+        outcome
+    }
+
+    async fn drive(
+        &mut self,
+        conversation: &mut Conversation,
+        started: Duration,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(self.interrupt(conversation, events).await);
+            }
+            let step = match self.state.phase {
+                Phase::CallModel => {
+                    self.call_step(conversation, started, events, cancel)
+                        .await?
+                }
+                Phase::RunTools => self.tools_step(conversation, events, cancel).await,
+                Phase::ForceSummary => self.summary_step(conversation, events, cancel).await,
+                Phase::Idle | Phase::Done => Step::Exit(Exit::Final(String::new())),
+            };
+            if let Step::Exit(exit) = step {
+                return Ok(exit);
+            }
+        }
+    }
+
+    async fn call_step(
+        &mut self,
+        conversation: &mut Conversation,
+        started: Duration,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Step, LoopError> {
+        if let Grace::Used(_) = self.state.grace {
+            self.state.phase = Phase::ForceSummary;
+            return Ok(Step::Continue);
+        }
+        let elapsed = self.ports.clock.now().saturating_sub(started);
+        self.state.last_call_consumed = match self.budget.try_start_call(elapsed) {
+            Ok(()) => true,
+            Err(exhausted) => {
+                events.emit(AgentEvent::BudgetWarning { exhausted });
+                self.push(
+                    conversation,
+                    Message::user(budget_warning(exhausted)),
+                    events,
+                )
+                .await;
+                self.state.grace = Grace::Warned(exhausted);
+                false
+            }
+        };
+        let response = match self
+            .call_model(conversation, ToolChoice::Auto, events, cancel)
+            .await
+        {
+            Ok(response) => response,
+            Err(CallError::Interrupted) => {
+                return Ok(Step::Exit(self.interrupt(conversation, events).await));
+            }
+            Err(CallError::Failed(error)) => return Err(error),
+        };
+        if let Grace::Warned(exhausted) = self.state.grace {
+            self.state.grace = Grace::Used(exhausted);
+        }
+        let ModelResponse {
+            message, finish, ..
+        } = response;
+        if !message.tool_calls.is_empty() {
+            self.state.outstanding = message.tool_calls.clone();
+            self.push(conversation, message, events).await;
+            self.state.phase = Phase::RunTools;
+            return Ok(Step::Continue);
+        }
+        self.state.partial_text.push_str(&message.content);
+        self.push(conversation, message, events).await;
+        if finish == FinishReason::Length
+            && self.state.continuations < self.config.max_continuations
+        {
+            self.state.continuations += 1;
+            self.push(conversation, Message::user(CONTINUE_PROMPT), events)
+                .await;
+            return Ok(Step::Continue);
+        }
+        Ok(Step::Exit(Exit::Final(std::mem::take(
+            &mut self.state.partial_text,
+        ))))
+    }
+
+    async fn tools_step(
+        &mut self,
+        conversation: &mut Conversation,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Step {
+        let calls = self.state.outstanding.clone();
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut runnable: Vec<ValidatedCall> = Vec::new();
+        for (slot, call) in results.iter_mut().zip(&calls) {
+            events.emit(AgentEvent::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            match validate_call(call, conversation.prompt.tools()) {
+                Err(text) => *slot = Some(ToolResult::error(call, text)),
+                Ok(valid) => match self.ports.hooks.pre_tool(&valid).await {
+                    HookVerdict::Continue => runnable.push(valid),
+                    HookVerdict::Block(reason) => {
+                        *slot = Some(ToolResult::error(call, format!("Blocked: {reason}")));
+                    }
+                },
+            }
+        }
+        let batch_started = self.ports.clock.now();
+        let mut interrupted = false;
+        if !runnable.is_empty() {
+            let context = ToolContext {
+                session_id: conversation.session_id.clone(),
+            };
+            let executed = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                done = self.ports.tools.execute(&runnable, &context, cancel) => Some(done),
+            };
+            match executed {
+                None => interrupted = true,
+                Some(mut done) => {
+                    for valid in &runnable {
+                        let index = calls.iter().position(|c| c.id == valid.call.id);
+                        let found = done.iter().position(|r| r.call_id == valid.call.id);
+                        let result = match found {
+                            Some(at) => done.swap_remove(at),
+                            None => ToolResult::error(&valid.call, "the tool returned no result"),
+                        };
+                        if let Some(slot) = index.and_then(|i| results.get_mut(i)) {
+                            *slot = Some(result);
+                        }
+                    }
+                }
+            }
+        }
+        let duration_ms = duration_ms(self.ports.clock.now().saturating_sub(batch_started));
+        for (call, result) in calls.iter().zip(results) {
+            let Some(mut result) = result else { continue };
+            self.ports.hooks.post_tool(call, &mut result).await;
+            events.emit(AgentEvent::ToolFinished {
+                id: result.call_id.clone(),
+                name: result.name.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+                duration_ms,
+            });
+            self.push(conversation, Message::tool_result(&result), events)
+                .await;
+        }
+        if interrupted || cancel.is_cancelled() {
+            return Step::Exit(self.interrupt(conversation, events).await);
+        }
+        if self.state.last_call_consumed && calls.iter().all(|c| c.name == EXECUTE_CODE_TOOL) {
+            self.budget.iterations.refund();
+        }
+        self.state.phase = Phase::CallModel;
+        Step::Continue
+    }
+
+    async fn summary_step(
+        &mut self,
+        conversation: &mut Conversation,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Step {
+        let exhausted = match self.state.grace {
+            Grace::Used(e) | Grace::Warned(e) => e,
+            Grace::NotNeeded => Exhaustion::Iterations,
+        };
+        self.push(conversation, Message::user(SUMMARY_PROMPT), events)
+            .await;
+        let reply = self
+            .call_model(conversation, ToolChoice::None, events, cancel)
+            .await;
+        let mut message = match reply {
+            Ok(response) => response.message,
+            Err(CallError::Interrupted) => {
+                return Step::Exit(self.interrupt(conversation, events).await);
+            }
+            Err(CallError::Failed(_)) => Message::assistant(""),
+        };
+        // Tools were forbidden; calls made anyway would be left unanswered.
+        message.tool_calls.clear();
+        if message.content.trim().is_empty() {
+            message.content = fallback_summary(conversation, exhausted);
+        }
+        let summary = message.content.clone();
+        self.push(conversation, message, events).await;
+        Step::Exit(Exit::BudgetExhausted { exhausted, summary })
+    }
+
+    /// One model call with retries and the fallback chain.
+    async fn call_model(
+        &mut self,
+        conversation: &Conversation,
+        tool_choice: ToolChoice,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, CallError> {
+        self.state.iterations += 1;
+        let cache = CacheBreakpoints::system_and_last_three(conversation.messages.len());
+        loop {
+            let Some(route) = self.routes.get(self.state.route).cloned() else {
+                return Err(CallError::Failed(LoopError::NoModel));
+            };
+            let request = ModelRequest {
+                model: &route.model,
+                system: conversation.prompt.system(),
+                messages: &conversation.messages,
+                tools: conversation.prompt.tools(),
+                tool_choice,
+                cache: &cache,
+                max_tokens: self.config.max_tokens,
+            };
+            events.emit(AgentEvent::ModelRequest {
+                iteration: self.state.iterations,
+                model: route.model.clone(),
+            });
+            self.ports.hooks.pre_llm(&request).await;
+            let sink = ForwardStream(events);
+            let result = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Err(ModelError::Cancelled),
+                result = route.provider.complete(request, &sink, cancel) => result,
+            };
+            let error = match result {
+                Ok(response) => {
+                    self.state.retries = 0;
+                    self.account(conversation, &response.usage, events).await;
+                    self.ports.hooks.post_llm(&response).await;
+                    return Ok(response);
+                }
+                Err(ModelError::Cancelled) => return Err(CallError::Interrupted),
+                Err(error) => error,
+            };
+            if error.is_retryable() && self.state.retries < self.config.retry.max_retries {
+                self.state.retries += 1;
+                self.state.total_retries += 1;
+                let delay = self
+                    .config
+                    .retry
+                    .delay(self.state.retries, error.retry_after());
+                events.emit(AgentEvent::Retrying {
+                    attempt: self.state.retries,
+                    delay_ms: duration_ms(delay),
+                    error: error.to_string(),
+                });
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(CallError::Interrupted),
+                    _ = self.ports.clock.sleep(delay) => {}
+                }
+                continue;
+            }
+            self.state.retries = 0;
+            let next = self.state.route + 1;
+            let can_fall_back = !matches!(error, ModelError::ContextOverflow { .. });
+            match self.routes.get(next) {
+                Some(fallback) if can_fall_back => {
+                    events.emit(AgentEvent::FallbackActivated {
+                        from: route.model.clone(),
+                        to: fallback.model.clone(),
+                        error: error.to_string(),
+                    });
+                    self.state.route = next;
+                }
+                _ => {
+                    return Err(CallError::Failed(LoopError::Model {
+                        model: route.model,
+                        error,
+                    }));
+                }
+            }
+        }
+    }
+
+    async fn account(
+        &mut self,
+        conversation: &Conversation,
+        usage: &Usage,
+        events: &dyn EventSink,
+    ) {
+        let cost_usd = self.budget.charge(usage);
+        self.state.usage.add(usage);
+        self.state.cost_usd += cost_usd;
+        events.emit(AgentEvent::Usage {
+            usage: *usage,
+            cost_usd,
+        });
+        if let Err(error) = self
+            .ports
+            .store
+            .record_usage(&conversation.session_id, usage, cost_usd)
+            .await
+        {
+            events.emit(AgentEvent::Warning {
+                message: error.to_string(),
+            });
+        }
+    }
+
+    /// Answers every outstanding call so the conversation stays valid.
+    async fn interrupt(&mut self, conversation: &mut Conversation, events: &dyn EventSink) -> Exit {
+        for call in std::mem::take(&mut self.state.outstanding) {
+            let result = ToolResult::error(&call, INTERRUPTED_RESULT);
+            self.push(conversation, Message::tool_result(&result), events)
+                .await;
+        }
+        Exit::Interrupted
+    }
+
+    /// Persists a message, then appends it; a store failure is reported, not fatal.
+    async fn push(
+        &mut self,
+        conversation: &mut Conversation,
+        message: Message,
+        events: &dyn EventSink,
+    ) {
+        if let Some(id) = &message.tool_call_id {
+            self.state.outstanding.retain(|call| &call.id != id);
+        }
+        if let Err(error) = self
+            .ports
+            .store
+            .append(&conversation.session_id, &message)
+            .await
+        {
+            events.emit(AgentEvent::Warning {
+                message: error.to_string(),
+            });
+        }
+        conversation.messages.push(message);
+    }
+}
+
+/// A summary built without the model: the user's requests and the tools used.
+fn fallback_summary(conversation: &Conversation, exhausted: Exhaustion) -> String {
+    let requests: Vec<&str> = conversation
+        .messages
+        .iter()
+        .filter(|m| m.role == crate::message::Role::User && !m.content.starts_with("[System note]"))
+        .map(|m| m.content.as_str())
+        .collect();
+    let mut tools: Vec<&str> = conversation
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()))
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    format!(
+        "Stopped: the {exhausted} ran out before the task was finished. Requests: {}. Tools used: {}.",
+        if requests.is_empty() {
+            "(none)".to_owned()
+        } else {
+            requests.join(" | ")
+        },
+        if tools.is_empty() {
+            "(none)".to_owned()
+        } else {
+            tools.join(", ")
+        },
+    )
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    duration.as_millis().try_into().unwrap_or(u64::MAX)
+}

@@ -1,0 +1,135 @@
+//! The ports besides the model: tool dispatch, hooks, session store and clock.
+//! Everything behind them does I/O and lives outside the kernel.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{Message, ToolCall, ToolResult, ToolSpec, Usage};
+use crate::model::{ModelRequest, ModelResponse};
+
+/// A tool call the loop has checked: the tool exists and the arguments are a
+/// JSON object with every required field present.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedCall {
+    /// The call as the model sent it.
+    pub call: ToolCall,
+    /// The parsed arguments object.
+    pub arguments: serde_json::Value,
+}
+
+/// What a tool learns about where it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    /// The session the call belongs to.
+    pub session_id: String,
+}
+
+/// Runs tool calls. Scheduling, approval and execution backends live behind it.
+#[async_trait]
+pub trait ToolDispatcher: Send + Sync {
+    /// The tools the model may see.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// Runs one turn's validated calls and returns exactly one result per call,
+    /// in call order. A failing tool is an error result, never a panic.
+    async fn execute(
+        &self,
+        calls: &[ValidatedCall],
+        context: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult>;
+}
+
+/// Whether a tool call may go ahead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookVerdict {
+    /// Run the call.
+    Continue,
+    /// Do not run it; the model reads the reason as the call's error result.
+    Block(String),
+}
+
+/// Observers and gates around model and tool calls. Every method defaults to a no-op.
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// Before each model request.
+    async fn pre_llm(&self, _request: &ModelRequest<'_>) {}
+    /// After each successful model response.
+    async fn post_llm(&self, _response: &ModelResponse) {}
+    /// Before each tool call.
+    async fn pre_tool(&self, _call: &ValidatedCall) -> HookVerdict {
+        HookVerdict::Continue
+    }
+    /// After each tool call; may rewrite the result.
+    async fn post_tool(&self, _call: &ToolCall, _result: &mut ToolResult) {}
+    /// When a conversation run ends.
+    async fn session_end(&self, _session_id: &str) {}
+}
+
+/// Hooks that do nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}
+
+/// A failure of the session store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("session store: {0}")]
+pub struct StoreError(pub String);
+
+/// Where sessions and their messages are persisted, one message at a time.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Persists one message as soon as it exists.
+    async fn append(&self, session_id: &str, message: &Message) -> Result<(), StoreError>;
+    /// Adds one model call's usage and cost to the session's totals.
+    async fn record_usage(
+        &self,
+        session_id: &str,
+        usage: &Usage,
+        cost_usd: f64,
+    ) -> Result<(), StoreError>;
+}
+
+/// Monotonic time and sleeping, behind a port so tests run without waiting.
+#[async_trait]
+pub trait Clock: Send + Sync {
+    /// Time since an arbitrary fixed origin.
+    fn now(&self) -> Duration;
+    /// Waits for `duration`.
+    async fn sleep(&self, duration: Duration);
+}
+
+/// The real clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}

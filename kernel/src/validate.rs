@@ -1,0 +1,135 @@
+//! Checks a model's tool calls before dispatch, turning every mistake into a
+//! result text that tells the model exactly what to fix.
+
+use crate::message::{ToolCall, ToolSpec};
+use crate::ports::ValidatedCall;
+
+/// Validates one call against the session's tool list. `Err` holds the text of
+/// the error result to send back to the model.
+pub fn validate_call(call: &ToolCall, tools: &[ToolSpec]) -> Result<ValidatedCall, String> {
+    let Some(spec) = tools.iter().find(|t| t.name == call.name) else {
+        let available: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let available = if available.is_empty() {
+            "(none)".to_owned()
+        } else {
+            available.join(", ")
+        };
+        return Err(format!(
+            "Unknown tool '{}'. Available tools: {available}. Call one of these by its exact name.",
+            call.name
+        ));
+    };
+    let text = call.arguments.trim();
+    // Many models send "" for a tool without arguments.
+    let arguments = if text.is_empty() {
+        serde_json::Value::Object(serde_json::Map::new())
+    } else {
+        serde_json::from_str::<serde_json::Value>(text).map_err(|err| {
+            format!(
+                "Invalid JSON in the arguments of tool '{}': {err}. Send the arguments as one \
+                 JSON object matching the tool's schema.",
+                call.name
+            )
+        })?
+    };
+    let Some(object) = arguments.as_object() else {
+        return Err(format!(
+            "The arguments of tool '{}' must be a JSON object, not {}.",
+            call.name,
+            json_kind(&arguments)
+        ));
+    };
+    let missing: Vec<&str> = spec
+        .parameters
+        .get("required")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|name| name.as_str())
+        .filter(|name| !object.contains_key(*name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "Missing required argument(s) for tool '{}': {}.",
+            call.name,
+            missing.join(", ")
+        ));
+    }
+    Ok(ValidatedCall {
+        call: call.clone(),
+        arguments,
+    })
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "read_file".into(),
+            description: "read".into(),
+            parameters: json!({"type": "object", "required": ["path"]}),
+        }]
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn unknown_tool_lists_available_names() {
+        let err = validate_call(&call("rm_everything", "{}"), &tools()).unwrap_err();
+        assert!(err.contains("Unknown tool 'rm_everything'"), "{err}");
+        assert!(err.contains("Available tools: read_file"), "{err}");
+    }
+
+    #[test]
+    fn invalid_json_and_non_objects_are_explained() {
+        let err = validate_call(&call("read_file", "{\"path\": "), &tools()).unwrap_err();
+        assert!(
+            err.starts_with("Invalid JSON in the arguments of tool 'read_file'"),
+            "{err}"
+        );
+        let err = validate_call(&call("read_file", "[1]"), &tools()).unwrap_err();
+        assert!(err.contains("must be a JSON object, not an array"), "{err}");
+    }
+
+    #[test]
+    fn missing_required_arguments_are_named() {
+        let err = validate_call(&call("read_file", "{\"offset\": 3}"), &tools()).unwrap_err();
+        assert_eq!(
+            err,
+            "Missing required argument(s) for tool 'read_file': path."
+        );
+    }
+
+    #[test]
+    fn good_calls_are_parsed_and_empty_arguments_mean_empty_object() {
+        let ok = validate_call(&call("read_file", "{\"path\": \"a\"}"), &tools()).unwrap();
+        assert_eq!(ok.arguments, json!({"path": "a"}));
+        let no_required = vec![ToolSpec {
+            name: "todo".into(),
+            description: "t".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let ok = validate_call(&call("todo", "  "), &no_required).unwrap();
+        assert_eq!(ok.arguments, json!({}));
+    }
+}
