@@ -1,0 +1,216 @@
+//! HTTP plumbing shared by the providers: the shared client, sending a request
+//! and reading its body under an idle timeout and a cancellation token, and
+//! driving a wire-format decoder over the (streamed or whole) body.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use reqwest::header::CONTENT_TYPE;
+use talaria_kernel::{CancellationToken, ModelError, ModelResponse};
+
+use crate::config::ConfigError;
+use crate::errors::{self, malformed};
+use crate::sse::{SseEvent, SseParser};
+
+/// Time allowed to establish a connection (TCP + TLS).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Largest non-streamed response body accepted.
+const MAX_BODY_BYTES: usize = 64 << 20;
+/// Largest error body read for classification.
+const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
+
+static SHARED_CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+
+/// The process-wide client (one connection pool for every provider).
+pub fn shared_client() -> Result<reqwest::Client, ConfigError> {
+    if let Some(client) = SHARED_CLIENT.get() {
+        return Ok(client.clone());
+    }
+    let client = build_client()?;
+    Ok(SHARED_CLIENT.get_or_init(|| client).clone())
+}
+
+/// Builds a new client: rustls with the ring provider, the platform's
+/// certificate verifier, and a connect timeout. No overall timeout: the
+/// providers enforce an idle timeout per read instead.
+pub fn build_client() -> Result<reqwest::Client, ConfigError> {
+    // Fails only when a process-wide provider is already installed (by an
+    // earlier call or by the host program), which is just as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_keepalive(Duration::from_secs(30))
+        .user_agent(concat!("talaria/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| ConfigError::Client(errors::describe(&e)))
+}
+
+/// One request/response exchange, bounded by an idle timeout and a cancel token.
+pub(crate) struct Exchange<'a> {
+    /// Provider name for error messages.
+    pub provider: &'a str,
+    /// Longest silence tolerated before the head and between chunks.
+    pub idle: Duration,
+    /// Fires when the user interrupts.
+    pub cancel: &'a CancellationToken,
+}
+
+impl Exchange<'_> {
+    /// Sends the request and returns the body of a successful response;
+    /// unsuccessful statuses are read and classified.
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Result<Body<'_>, ModelError> {
+        let response = self
+            .guard(request.send())
+            .await?
+            .map_err(|e| errors::from_send_error(self.provider, &e))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let mut body = Body {
+            response,
+            exchange: self,
+        };
+        if status.is_success() {
+            return Ok(body);
+        }
+        let bytes = match body.read_to_end(MAX_ERROR_BODY_BYTES).await {
+            Err(ModelError::Cancelled) => return Err(ModelError::Cancelled),
+            Ok(bytes) => bytes,
+            Err(_) => Vec::new(), // the status alone still classifies
+        };
+        Err(errors::from_http(status.as_u16(), &headers, &bytes))
+    }
+
+    /// Sends the request and decodes the response, streamed or whole as the
+    /// server chose (`stream` says which was asked for).
+    pub async fn run<D: Decoder>(
+        &self,
+        request: reqwest::RequestBuilder,
+        stream: bool,
+        mut decoder: D,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut body = self.send(request).await?;
+        if body.is_event_stream(stream) {
+            body.read_sse(&mut decoder).await?;
+        } else {
+            decoder.on_whole(body.read_json().await?)?;
+        }
+        Ok(decoder.finish())
+    }
+
+    /// Runs `future` unless the idle timeout or cancellation comes first.
+    async fn guard<T>(&self, future: impl Future<Output = T>) -> Result<T, ModelError> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(ModelError::Cancelled),
+            result = tokio::time::timeout(self.idle, future) => result.map_err(|_| self.idle_error()),
+        }
+    }
+
+    fn idle_error(&self) -> ModelError {
+        ModelError::Timeout {
+            message: format!("no data from {} for {:?}", self.provider, self.idle),
+        }
+    }
+}
+
+/// What one read of the body produced.
+pub(crate) enum Chunk {
+    Data(bytes::Bytes),
+    End,
+    /// The transfer failed mid-body (reset, truncated chunked encoding, ...).
+    Broken(String),
+}
+
+/// A successful response's body. Dropping it aborts the transfer.
+pub(crate) struct Body<'a> {
+    response: reqwest::Response,
+    exchange: &'a Exchange<'a>,
+}
+
+/// Turns one wire format's response (streamed or whole) into a [`ModelResponse`].
+pub(crate) trait Decoder {
+    /// Handles one streamed event; `Ok(true)` once the stream's end marker arrived.
+    fn on_event(&mut self, event: SseEvent) -> Result<bool, ModelError>;
+    /// Whether the stream may end here even though no end marker arrived.
+    fn may_end(&self) -> bool;
+    /// Handles a whole (non-streamed) JSON response.
+    fn on_whole(&mut self, body: serde_json::Value) -> Result<(), ModelError>;
+    /// The assembled response.
+    fn finish(self) -> ModelResponse;
+}
+
+impl Body<'_> {
+    /// Whether the body is an event stream (assumed when `requested` and the
+    /// server sent no content type).
+    pub fn is_event_stream(&self, requested: bool) -> bool {
+        match self
+            .response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(content_type) => content_type
+                .to_ascii_lowercase()
+                .contains("text/event-stream"),
+            None => requested,
+        }
+    }
+
+    /// The next piece of the body.
+    async fn next(&mut self) -> Result<Chunk, ModelError> {
+        Ok(match self.exchange.guard(self.response.chunk()).await? {
+            Ok(Some(bytes)) => Chunk::Data(bytes),
+            Ok(None) => Chunk::End,
+            Err(e) if e.is_timeout() => return Err(self.exchange.idle_error()),
+            Err(e) => Chunk::Broken(errors::describe(&e)),
+        })
+    }
+
+    /// Reads the whole (non-streamed) body.
+    pub async fn read_to_end(&mut self, limit: usize) -> Result<Vec<u8>, ModelError> {
+        let mut out = Vec::new();
+        loop {
+            match self.next().await? {
+                Chunk::Data(bytes) if out.len() + bytes.len() > limit => {
+                    return Err(malformed(format!("response body exceeds {limit} bytes")));
+                }
+                Chunk::Data(bytes) => out.extend_from_slice(&bytes),
+                Chunk::End => return Ok(out),
+                Chunk::Broken(reason) => {
+                    return Err(malformed(format!("response body incomplete: {reason}")));
+                }
+            }
+        }
+    }
+
+    /// Reads a whole JSON response body.
+    pub async fn read_json(&mut self) -> Result<serde_json::Value, ModelError> {
+        let bytes = self.read_to_end(MAX_BODY_BYTES).await?;
+        serde_json::from_slice(&bytes).map_err(|e| malformed(format!("invalid JSON response: {e}")))
+    }
+
+    /// Feeds the event stream to `handler` until its end marker, the end of
+    /// the body, or an error.
+    pub async fn read_sse(&mut self, handler: &mut impl Decoder) -> Result<(), ModelError> {
+        let mut parser = SseParser::new();
+        loop {
+            let (events, ended) = match self.next().await? {
+                Chunk::Data(bytes) => (parser.push(&bytes), None),
+                Chunk::End => (parser.finish(), Some(String::new())),
+                Chunk::Broken(reason) => (Vec::new(), Some(format!(": {reason}"))),
+            };
+            for event in events {
+                if handler.on_event(event)? {
+                    return Ok(());
+                }
+            }
+            if let Some(detail) = ended {
+                if handler.may_end() {
+                    return Ok(());
+                }
+                return Err(malformed(format!("stream ended before completion{detail}")));
+            }
+        }
+    }
+}
