@@ -1,1 +1,34 @@
-//! Scripted model server (in progress).
+//! A scripted model server for Talaria's tests.
+//!
+//! [`ScriptedServer`] listens on 127.0.0.1 and speaks both the OpenAI Chat Completions wire
+//! format (`POST /v1/chat/completions`, `/chat/completions`) and the Anthropic Messages wire
+//! format (`POST /v1/messages`, `/messages`), streaming and not. Each request plays the next
+//! [`Step`] of a [`Script`], whichever endpoint it hits, and is recorded as a
+//! [`RecordedRequest`]; the [`assertions`] module checks recorded conversations.
+//!
+//! ```no_run
+//! use talaria_testkit::{Script, ScriptedServer, Step, assertions};
+//!
+//! let server = ScriptedServer::spawn(Script::new([
+//!     Step::tool_call("read_file", r#"{"path":"a.txt"}"#),
+//!     Step::text("done"),
+//! ]))?;
+//! // ... run a client against server.openai_base_url() ...
+//! assertions::assert_tool_calls_paired(&server.requests());
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The crate depends on no other Talaria crate: it is an independent oracle of the wire formats.
+
+mod anthropic;
+pub mod assertions;
+mod http;
+mod openai;
+mod recorder;
+mod render;
+mod script;
+mod server;
+
+pub use recorder::{Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
+pub use script::{Script, ScriptError, Step, StepKind, ToolCall};
+pub use server::{LineEnding, ScriptedServer, ServerOptions};

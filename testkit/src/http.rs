@@ -1,0 +1,351 @@
+//! Minimal HTTP/1.1 on a raw TCP stream: one request per connection, `Connection: close`.
+//!
+//! Responses are written by hand so the server can split bodies into tiny chunks, stall,
+//! or hang up mid-body.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Longest request head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Largest request body accepted.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// A parsed request.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub method: String,
+    /// Request target as sent (path and query).
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The target without its query string.
+    pub(crate) fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+}
+
+/// A response to write.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub status: u16,
+    /// Extra headers (Content-Type etc.); framing headers are added when writing.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Stream with `Transfer-Encoding: chunked` instead of `Content-Length`.
+    pub chunked: bool,
+    pub ending: Ending,
+}
+
+/// How a response ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Ending {
+    /// Whole body, terminating chunk, orderly close.
+    Complete,
+    /// Send the head and the first `n` body bytes, then close without finishing.
+    DropAfter(usize),
+    /// Send nothing (`head: false`) or the head and the first `bytes` body bytes, then stay
+    /// silent for `duration` (or until shutdown) and close.
+    Stall {
+        head: bool,
+        bytes: usize,
+        duration: Duration,
+    },
+}
+
+/// How bodies are cut into writes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Framing {
+    /// Bytes per HTTP chunk (each written and flushed on its own).
+    pub chunk_size: usize,
+    /// Pause after each chunk.
+    pub chunk_delay: Duration,
+}
+
+fn invalid(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+/// One HTTP connection.
+pub(crate) struct Connection {
+    stream: BufReader<TcpStream>,
+}
+
+impl Connection {
+    pub(crate) fn new(stream: TcpStream) -> Self {
+        // Small writes must leave as soon as they are made.
+        let _ = stream.set_nodelay(true);
+        Self {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    async fn read_line(&mut self, limit: &mut usize) -> io::Result<String> {
+        let mut line = Vec::new();
+        let n = (&mut self.stream)
+            .take(*limit as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if n > *limit {
+            return Err(invalid("request head too large"));
+        }
+        *limit -= n;
+        if !line.ends_with(b"\n") {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = String::from_utf8_lossy(&line);
+        Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+    }
+
+    /// Reads one request; `None` if the peer closed before sending anything.
+    pub(crate) async fn read_request(&mut self) -> io::Result<Option<Request>> {
+        let mut budget = MAX_HEAD;
+        let request_line = match self.read_line(&mut budget).await {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            other => other?,
+        };
+        let mut parts = request_line.split_whitespace();
+        let (Some(method), Some(target), Some(_version)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(invalid(format!("bad request line {request_line:?}")));
+        };
+        let mut request = Request {
+            method: method.to_owned(),
+            target: target.to_owned(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        loop {
+            let line = self.read_line(&mut budget).await?;
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line
+                .split_once(':')
+                .ok_or_else(|| invalid(format!("bad header line {line:?}")))?;
+            request
+                .headers
+                .push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+
+        if request
+            .header("expect")
+            .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+        {
+            self.write(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
+        }
+        let chunked = request
+            .header("transfer-encoding")
+            .is_some_and(|te| te.to_ascii_lowercase().contains("chunked"));
+        request.body = if chunked {
+            self.read_chunked_body().await?
+        } else {
+            let length = match request.header("content-length") {
+                Some(value) => value
+                    .parse::<usize>()
+                    .map_err(|_| invalid(format!("bad Content-Length {value:?}")))?,
+                None => 0,
+            };
+            if length > MAX_BODY {
+                return Err(invalid("request body too large"));
+            }
+            let mut body = vec![0; length];
+            self.stream.read_exact(&mut body).await?;
+            body
+        };
+        Ok(Some(request))
+    }
+
+    async fn read_chunked_body(&mut self) -> io::Result<Vec<u8>> {
+        let mut body = Vec::new();
+        let mut budget = MAX_HEAD;
+        loop {
+            let size_line = self.read_line(&mut budget).await?;
+            let size_hex = size_line.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size_hex, 16)
+                .map_err(|_| invalid(format!("bad chunk size {size_line:?}")))?;
+            if size == 0 {
+                // Trailers, up to the blank line.
+                while !self.read_line(&mut budget).await?.is_empty() {}
+                return Ok(body);
+            }
+            if body.len() + size > MAX_BODY {
+                return Err(invalid("request body too large"));
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            self.stream.read_exact(&mut body[start..]).await?;
+            let mut crlf = [0; 2];
+            self.stream.read_exact(&mut crlf).await?;
+        }
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let stream = self.stream.get_mut();
+        stream.write_all(bytes).await?;
+        stream.flush().await
+    }
+
+    /// Writes `response`, honouring its [`Ending`]. `stopped` resolves when the server
+    /// shuts down, which cuts a stall short.
+    pub(crate) async fn send(
+        &mut self,
+        response: &Response,
+        framing: Framing,
+        stopped: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        let (head_wanted, limit) = match response.ending {
+            Ending::Complete => (true, response.body.len()),
+            Ending::DropAfter(n) => (true, n),
+            Ending::Stall { head, bytes, .. } => (head, bytes),
+        };
+        if head_wanted {
+            self.write(head(response).as_bytes()).await?;
+            let body = &response.body[..limit.min(response.body.len())];
+            if response.chunked {
+                for piece in body.chunks(framing.chunk_size.max(1)) {
+                    let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+                    frame.extend_from_slice(piece);
+                    frame.extend_from_slice(b"\r\n");
+                    self.write(&frame).await?;
+                    if !framing.chunk_delay.is_zero() {
+                        tokio::time::sleep(framing.chunk_delay).await;
+                    }
+                }
+            } else {
+                self.write(body).await?;
+            }
+        }
+        match response.ending {
+            Ending::Complete => {
+                if response.chunked {
+                    self.write(b"0\r\n\r\n").await?;
+                }
+                self.stream.get_mut().shutdown().await
+            }
+            // Dropping the stream closes the connection without finishing the body.
+            Ending::DropAfter(_) => Ok(()),
+            Ending::Stall { duration, .. } => {
+                tokio::select! {
+                    () = tokio::time::sleep(duration) => {}
+                    () = stopped => {}
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The status line and headers, with framing headers and `Connection: close`.
+fn head(response: &Response) -> String {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\n",
+        response.status,
+        reason(response.status)
+    );
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if response.chunked {
+        head.push_str("Transfer-Encoding: chunked\r\n");
+    } else {
+        head.push_str(&format!("Content-Length: {}\r\n", response.body.len()));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    head
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Site Overloaded",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    async fn parse(raw: &'static [u8]) -> (io::Result<Option<Request>>, Vec<u8>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(raw).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut conn = Connection::new(stream);
+        let request = conn.read_request().await;
+        drop(conn);
+        (request, client.await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn content_length_body() {
+        let (r, _) = parse(
+            b"POST /v1/messages?beta=true HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        )
+        .await;
+        let r = r.unwrap().unwrap();
+        assert_eq!((r.method.as_str(), r.path()), ("POST", "/v1/messages"));
+        assert_eq!(r.header("HOST"), Some("x"));
+        assert_eq!(r.body, b"hello");
+    }
+
+    #[tokio::test]
+    async fn chunked_body_and_expect_continue() {
+        let (r, sent) = parse(
+            b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
+        )
+        .await;
+        assert_eq!(r.unwrap().unwrap().body, b"abcde");
+        assert_eq!(sent, b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+
+    #[tokio::test]
+    async fn empty_connection_and_garbage() {
+        assert!(parse(b"").await.0.unwrap().is_none());
+        assert!(parse(b"nonsense\r\n\r\n").await.0.is_err());
+        assert!(
+            parse(b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n")
+                .await
+                .0
+                .is_err()
+        );
+    }
+}
