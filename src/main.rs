@@ -1,1 +1,5 @@
-fn main() {}
+//! The `talaria` binary.
+
+fn main() -> std::process::ExitCode {
+    talaria_cli::main()
+}

@@ -1,1 +1,17 @@
-//! Agent assembly (in progress).
+//! Builds a Talaria agent from the profile home: the config file, the `.env`
+//! secrets, the model providers and the native tools, around the kernel loop.
+//! Every surface (CLI, gateway, ACP, cron, API server) starts here.
+
+pub mod agent;
+pub mod config;
+pub mod env;
+pub mod home;
+pub mod settings;
+pub mod store;
+pub mod tools;
+
+pub use agent::{Agent, BuildError, Surface, provider_for};
+pub use config::{ConfigError, ConfigFile};
+pub use env::EnvLayer;
+pub use home::ProfileHome;
+pub use settings::{ModelSettings, Overrides, Settings, SettingsError};

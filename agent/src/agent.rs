@@ -1,0 +1,146 @@
+//! Assembles one agent: frozen prompt, model routes, tools and store, around the
+//! kernel loop. Every surface builds its agent here and only renders events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
+use talaria_kernel::{
+    AgentLoop, CancellationToken, Conversation, EventSink, Exit, LoopError, LoopState,
+    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SystemClock, ToolDispatcher,
+};
+
+use talaria_providers::ProviderConfig;
+
+use crate::config::NetworkConfig;
+use crate::home::ProfileHome;
+use crate::settings::{ModelSettings, Settings};
+use crate::store::MemorySessionStore;
+use crate::tools::{NativeTools, builtin};
+
+/// Which surface runs the agent; decides the platform hints in the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// An interactive terminal session.
+    Terminal,
+    /// A one-shot run whose answer goes to stdout (scripts, pipes).
+    OneShot,
+}
+
+impl Surface {
+    fn hints(self) -> &'static str {
+        match self {
+            Surface::Terminal => {
+                "You are talking with the user in a terminal. Markdown is rendered; keep answers \
+                 readable in a terminal window."
+            }
+            Surface::OneShot => {
+                "You are running non-interactively: your final answer is printed on standard \
+                 output and nobody can answer questions. Finish the task in this run and end \
+                 with the answer itself."
+            }
+        }
+    }
+}
+
+/// Builds a provider for one model's settings.
+pub fn provider_for(
+    settings: &ModelSettings,
+    network: &NetworkConfig,
+) -> Result<Arc<dyn ModelProvider>, BuildError> {
+    let mut config = ProviderConfig::new(settings.base_url.clone())
+        .with_stream(settings.stream)
+        .with_idle_timeout(Duration::from_secs(network.idle_timeout_secs));
+    config.api_key = settings.api_key.clone();
+    talaria_providers::build(settings.provider, config).map_err(|e| BuildError(e.to_string()))
+}
+
+/// The agent could not be assembled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BuildError(pub String);
+
+/// A ready-to-run agent with one session.
+pub struct Agent {
+    agent_loop: AgentLoop,
+    conversation: Conversation,
+    store: Arc<MemorySessionStore>,
+}
+
+impl Agent {
+    /// Builds the agent and freezes the session's prompt.
+    pub fn build(
+        settings: &Settings,
+        home: &ProfileHome,
+        surface: Surface,
+    ) -> Result<Self, BuildError> {
+        let network = &settings.config.network;
+        let routes = std::iter::once(&settings.primary)
+            .chain(&settings.fallbacks)
+            .map(|model| {
+                Ok(ModelRoute {
+                    provider: provider_for(model, network)?,
+                    model: model.model.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, BuildError>>()?;
+        let tools = Arc::new(NativeTools::new(builtin()));
+        let store = Arc::new(MemorySessionStore::default());
+        let persona = std::fs::read_to_string(home.soul_file())
+            .ok()
+            .filter(|soul| !soul.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_PERSONA.to_owned());
+        let prompt = PromptBuilder::new()
+            .section(Section::Persona, persona)
+            .section(Section::PlatformHints, surface.hints())
+            .section(
+                Section::ToolUseGuidance,
+                tool_use_guidance(&settings.primary.model),
+            )
+            .tools(tools.specs())
+            .build();
+        let ports = Ports::new(tools, store.clone(), Arc::new(SystemClock::new()));
+        let agent_loop = AgentLoop::new(routes, ports, settings.budget(), settings.loop_config())
+            .map_err(|e| BuildError(e.to_string()))?;
+        Ok(Self {
+            agent_loop,
+            conversation: Conversation::new(new_session_id(), prompt),
+            store,
+        })
+    }
+
+    /// Runs one user turn.
+    pub async fn run(
+        &mut self,
+        input: &str,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
+        self.agent_loop
+            .run_turn(&mut self.conversation, input, events, cancel)
+            .await
+    }
+
+    /// The loop's cross-turn state (usage, retries, active fallback).
+    pub fn state(&self) -> &LoopState {
+        self.agent_loop.state()
+    }
+
+    /// The session's conversation.
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &MemorySessionStore {
+        &self.store
+    }
+}
+
+/// A sortable, unique-enough session id: UTC timestamp plus random suffix.
+fn new_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}_{:06x}", now.as_secs(), fastrand::u32(..0x0100_0000))
+}

@@ -1,0 +1,344 @@
+//! `config.yaml`: parsed strictly (unknown keys are errors) with `${ENV}`
+//! expansion; every error names the file, line and column.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use talaria_kernel::Pricing;
+
+use crate::env::EnvLayer;
+
+/// One model endpoint (the primary or a fallback).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Wire format: `openai` or `anthropic`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Model name (`default` is accepted too, as Hermes Agent writes it).
+    #[serde(alias = "default", skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Endpoint base URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// API key; prefer `${VAR}` with the value in `.env`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// Stream responses (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Output token cap per call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Prices in USD per million tokens, for the cost budget and `/usage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Pricing>,
+}
+
+/// Limits of one conversation run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// Model calls per run.
+    pub max_iterations: u32,
+    /// Wall-clock limit in seconds.
+    pub max_seconds: Option<u64>,
+    /// Cost limit in USD.
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: talaria_kernel::budget::DEFAULT_MAX_ITERATIONS,
+            max_seconds: None,
+            max_cost_usd: None,
+        }
+    }
+}
+
+/// Retrying failed model calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub base_delay_ms: u64,
+    /// Largest backoff delay.
+    pub max_delay_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        let policy = talaria_kernel::RetryPolicy::default();
+        Self {
+            max_retries: policy.max_retries,
+            base_delay_ms: duration_ms(policy.base_delay),
+            max_delay_ms: duration_ms(policy.max_delay),
+        }
+    }
+}
+
+fn duration_ms(duration: std::time::Duration) -> u64 {
+    duration.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+/// Connection behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// Longest silence from a streaming model before the call fails and is retried.
+    pub idle_timeout_secs: u64,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        Self {
+            idle_timeout_secs: 120,
+        }
+    }
+}
+
+/// The whole `config.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConfigFile {
+    /// The primary model.
+    pub model: ModelConfig,
+    /// Models tried in order when the primary keeps failing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<ModelConfig>,
+    /// Run limits.
+    pub budget: BudgetConfig,
+    /// Retry policy.
+    pub retry: RetryConfig,
+    /// Timeouts.
+    pub network: NetworkConfig,
+}
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Unreadable file.
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Invalid content, with its position.
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ConfigFile {
+    /// Reads `path`; a missing file is an empty config.
+    pub fn load(path: &Path, env: &EnvLayer) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path, env),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses YAML text (`path` is only used in messages).
+    pub fn parse(text: &str, path: &Path, env: &EnvLayer) -> Result<Self, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let mut config: ConfigFile = serde_yaml_ng::from_str(text).map_err(|error| {
+            let (line, column) = error
+                .location()
+                .map_or((1, 1), |at| (at.line(), at.column()));
+            ConfigError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                message: strip_position(&error.to_string()),
+            }
+        })?;
+        for model in std::iter::once(&mut config.model).chain(config.fallback.iter_mut()) {
+            for field in [
+                &mut model.provider,
+                &mut model.name,
+                &mut model.base_url,
+                &mut model.api_key,
+            ] {
+                if let Some(value) = field.as_mut() {
+                    *value = expand(value, env).map_err(|variable| {
+                        let (line, column) = locate(text, &format!("${{{variable}"));
+                        ConfigError::Invalid {
+                            path: path.to_owned(),
+                            line,
+                            column,
+                            message: format!(
+                                "environment variable {variable} is not set (set it, put it in \
+                                 .env, or write ${{{variable}:-default}})"
+                            ),
+                        }
+                    })?;
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Writes the config as YAML.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
+        serde_yaml_ng::to_string(self)
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`. Returns the
+/// name of the first unset variable without a default.
+pub fn expand(value: &str, env: &EnvLayer) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{')
+            && let Some(end) = body.find('}')
+        {
+            let inner = &body[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((name, default)) => (name, Some(default)),
+                None => (inner, None),
+            };
+            match (env.get(name), default) {
+                (Some(found), _) => out.push_str(&found),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => return Err(name.to_owned()),
+            }
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// 1-based line and column of the first occurrence of `needle`.
+fn locate(text: &str, needle: &str) -> (usize, usize) {
+    let Some(offset) = text.find(needle) else {
+        return (1, 1);
+    };
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// serde_yaml appends "at line X column Y"; we print the position up front.
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> EnvLayer {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        EnvLayer::fixed(map, HashMap::new())
+    }
+
+    fn parse(text: &str, env: &EnvLayer) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse(text, Path::new("/h/config.yaml"), env)
+    }
+
+    #[test]
+    fn parses_models_fallbacks_and_expands_env() {
+        let text = "model:\n  provider: anthropic\n  default: claude-x\n  api_key: ${KEY}\n\
+                    fallback:\n  - name: backup\n    base_url: ${URL:-http://localhost:8080/v1}\n\
+                    budget:\n  max_iterations: 12\n";
+        let config = parse(text, &env(&[("KEY", "sk-1")])).unwrap();
+        assert_eq!(config.model.provider.as_deref(), Some("anthropic"));
+        assert_eq!(config.model.name.as_deref(), Some("claude-x"));
+        assert_eq!(config.model.api_key.as_deref(), Some("sk-1"));
+        assert_eq!(
+            config.fallback[0].base_url.as_deref(),
+            Some("http://localhost:8080/v1")
+        );
+        assert_eq!(config.budget.max_iterations, 12);
+        assert_eq!(config.network, NetworkConfig::default());
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_and_column() {
+        let error = parse("model:\n  name: x\n  api_kye: y\n", &env(&[])).unwrap_err();
+        let text = error.to_string();
+        assert!(text.starts_with("/h/config.yaml:3:3: "), "{text}");
+        assert!(text.contains("unknown field `api_kye`"), "{text}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_position() {
+        let error = parse("model:\n  name: [unclosed\n", &env(&[])).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Invalid { line: 3, .. } | ConfigError::Invalid { line: 2, .. }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn unset_variables_are_located() {
+        let error = parse("model:\n  name: m\n  api_key: \"${MISSING}\"\n", &env(&[])).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("/h/config.yaml:3:13: environment variable MISSING is not set"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn expansion_handles_literals_and_defaults() {
+        let e = env(&[("A", "x")]);
+        assert_eq!(
+            expand("a$$b ${A}-${B:-d} $notvar", &e).unwrap(),
+            "a$b x-d $notvar"
+        );
+        assert_eq!(expand("${B}", &e).unwrap_err(), "B");
+    }
+
+    #[test]
+    fn config_round_trips_through_yaml() {
+        let mut config = ConfigFile::default();
+        config.model.name = Some("m".into());
+        config.model.api_key = Some("${TALARIA_API_KEY}".into());
+        let yaml = config.to_yaml().unwrap();
+        let back = parse(&yaml, &env(&[("TALARIA_API_KEY", "k")])).unwrap();
+        assert_eq!(back.model.name.as_deref(), Some("m"));
+        assert_eq!(back.model.api_key.as_deref(), Some("k"));
+    }
+}

@@ -1,0 +1,56 @@
+//! The profile home: every path Talaria reads or writes is derived from here.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the profile home.
+pub const HOME_ENV: &str = "TALARIA_HOME";
+
+/// A profile's home directory (`$TALARIA_HOME`, default `~/.talaria`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileHome {
+    root: PathBuf,
+}
+
+impl ProfileHome {
+    /// A home at an explicit path.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The home chosen by the environment: `$TALARIA_HOME`, else `$HOME/.talaria`.
+    /// Decided once, before anything reads a path.
+    pub fn from_env() -> Result<Self, HomeError> {
+        if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
+            return Ok(Self::at(home));
+        }
+        std::env::var_os("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|home| Self::at(PathBuf::from(home).join(".talaria")))
+            .ok_or(HomeError)
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `config.yaml`.
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.yaml")
+    }
+
+    /// `.env` with secrets.
+    pub fn env_file(&self) -> PathBuf {
+        self.root.join(".env")
+    }
+
+    /// `SOUL.md`, the persona.
+    pub fn soul_file(&self) -> PathBuf {
+        self.root.join("SOUL.md")
+    }
+}
+
+/// Neither `TALARIA_HOME` nor `HOME` is set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot find the profile home: set TALARIA_HOME (or HOME)")]
+pub struct HomeError;

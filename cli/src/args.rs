@@ -1,0 +1,64 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand};
+
+/// Talaria: a self-improving LLM agent with sandboxed WebAssembly plugins.
+#[derive(Debug, Parser)]
+#[command(name = "talaria", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run (default: chat).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of the default chat command.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Chat with the agent, or run one prompt with -q.
+    Chat(RunArgs),
+    /// Configure the model endpoint: provider, base URL, model and key (checked with one request).
+    Setup(SetupArgs),
+}
+
+/// Options of a conversation run.
+#[derive(Debug, Args, Default, Clone)]
+pub struct RunArgs {
+    /// Run one conversation with PROMPT, print the final answer on stdout and exit.
+    #[arg(short = 'q', long = "query", value_name = "PROMPT")]
+    pub query: Option<String>,
+    /// Print events as JSON lines on stdout (deltas, tool calls, results, usage, final).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Skip approval prompts (commands on the hardline list stay blocked).
+    #[arg(long)]
+    pub yolo: bool,
+}
+
+/// Model selection, overriding environment and config.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ModelArgs {
+    /// Wire format of the endpoint: openai or anthropic.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Endpoint base URL (e.g. http://127.0.0.1:11434/v1 for Ollama).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// Options of `talaria setup`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Save without sending the check request.
+    #[arg(long)]
+    pub no_check: bool,
+}

@@ -1,0 +1,66 @@
+//! Exit codes and the messages that go with failures.
+
+use std::process::ExitCode;
+
+use talaria_agent::{ModelSettings, ProfileHome};
+use talaria_kernel::{LoopError, ModelError};
+use talaria_providers::ProviderKind;
+
+/// How a `talaria` process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The agent answered.
+    Answered,
+    /// The run failed (provider error after retries, budget exhausted without answer).
+    Failed,
+    /// Bad usage or configuration.
+    Usage,
+    /// Interrupted by the user.
+    Interrupted,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> Self {
+        ExitCode::from(match status {
+            Status::Answered => 0,
+            Status::Failed => 1,
+            Status::Usage => 2,
+            Status::Interrupted => 130,
+        })
+    }
+}
+
+/// A one-paragraph explanation of a failed run, with what to do about it.
+pub fn explain(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> String {
+    let LoopError::Model {
+        model,
+        error: cause,
+    } = error
+    else {
+        return error.to_string();
+    };
+    let key_env = match primary.provider {
+        ProviderKind::OpenAi => "OPENAI_API_KEY",
+        ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+    };
+    match cause {
+        ModelError::Auth { message } => format!(
+            "the endpoint {} rejected the API key for model '{model}': {message}\n\
+             Set TALARIA_API_KEY (or {key_env}) in the environment or in {}, or model.api_key \
+             in {}; `talaria setup` does this for you.",
+            primary.base_url,
+            home.env_file().display(),
+            home.config_file().display(),
+        ),
+        ModelError::Connect { message } => format!(
+            "cannot reach the model endpoint {}: {message}\nCheck --base-url, TALARIA_BASE_URL \
+             or model.base_url in {}.",
+            primary.base_url,
+            home.config_file().display()
+        ),
+        ModelError::ContextOverflow { message } => {
+            format!("the conversation no longer fits the context window of '{model}': {message}")
+        }
+        other => format!("model '{model}' failed after retries: {other}"),
+    }
+}

@@ -1,0 +1,222 @@
+//! `talaria [-q PROMPT]` and `talaria chat`: build the agent, run, render, exit.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::sync::{Arc, Mutex};
+
+use talaria_agent::{
+    Agent, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError, Surface,
+};
+use talaria_kernel::{CancellationToken, Exit};
+
+use crate::args::{ModelArgs, RunArgs};
+use crate::exit::{Status, explain};
+use crate::render::Renderer;
+use crate::setup;
+
+/// Loads the profile's environment layer and config, reporting errors as usage errors.
+pub fn load_profile(home: &ProfileHome) -> Result<(EnvLayer, ConfigFile), String> {
+    let env = EnvLayer::load(&home.env_file()).map_err(|e| e.to_string())?;
+    let config = ConfigFile::load(&home.config_file(), &env).map_err(|e| e.to_string())?;
+    Ok((env, config))
+}
+
+pub fn overrides(model: &ModelArgs) -> Overrides {
+    Overrides {
+        provider: model.provider.clone(),
+        model: model.model.clone(),
+        base_url: model.base_url.clone(),
+    }
+}
+
+fn interactive() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Resolves settings; on a terminal with nothing configured, offers setup first.
+async fn settings(args: &RunArgs, home: &ProfileHome) -> Result<Settings, Status> {
+    let resolve = || -> Result<Settings, (String, bool)> {
+        let (env, config) = load_profile(home).map_err(|e| (e, false))?;
+        Settings::resolve(&overrides(&args.model), &env, config, home)
+            .map_err(|e| (e.to_string(), matches!(e, SettingsError::Missing(_))))
+    };
+    match resolve() {
+        Ok(settings) => Ok(settings),
+        Err((message, missing)) => {
+            if missing && args.query.is_none() && interactive() {
+                eprintln!("No model is configured yet.");
+                if setup::confirm("Set one up now?", true) {
+                    let status = setup::run_wizard(&Default::default(), home).await;
+                    if status != Status::Answered {
+                        return Err(status);
+                    }
+                    return resolve().map_err(|(message, _)| usage_error(&message));
+                }
+            }
+            let hint = if missing {
+                "\nRun `talaria setup` to configure a model."
+            } else {
+                ""
+            };
+            Err(usage_error(&format!("{message}{hint}")))
+        }
+    }
+}
+
+fn usage_error(message: &str) -> Status {
+    eprintln!("error: {message}");
+    Status::Usage
+}
+
+/// Cancels `token` on Ctrl-C; a second Ctrl-C ends the process at once.
+fn cancel_on_ctrl_c(token: CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            token.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
+/// Runs the default command.
+pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
+    let settings = match settings(&args, &home).await {
+        Ok(settings) => settings,
+        Err(status) => return status,
+    };
+    let surface = if args.query.is_some() {
+        Surface::OneShot
+    } else {
+        Surface::Terminal
+    };
+    let mut agent = match Agent::build(&settings, &home, surface) {
+        Ok(agent) => agent,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    if let Some(prompt) = &args.query {
+        return one_shot(&mut agent, prompt, &args, &settings, &home).await;
+    }
+    if !std::io::stdin().is_terminal() {
+        let mut prompt = String::new();
+        if let Err(error) = std::io::stdin().read_to_string(&mut prompt) {
+            return usage_error(&format!("cannot read the prompt from stdin: {error}"));
+        }
+        if prompt.trim().is_empty() {
+            return usage_error("no prompt: pass -q PROMPT or pipe one on stdin");
+        }
+        return one_shot(&mut agent, prompt.trim(), &args, &settings, &home).await;
+    }
+    chat(&mut agent, &settings, &home).await
+}
+
+async fn one_shot(
+    agent: &mut Agent,
+    prompt: &str,
+    args: &RunArgs,
+    settings: &Settings,
+    home: &ProfileHome,
+) -> Status {
+    let renderer = if args.json {
+        Renderer::Json
+    } else {
+        Renderer::human(false)
+    };
+    let cancel = CancellationToken::new();
+    cancel_on_ctrl_c(cancel.clone());
+    let outcome = agent.run(prompt, &renderer, &cancel).await;
+    let print_answer = |text: &str| {
+        if !args.json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+        }
+    };
+    match outcome {
+        Ok(Exit::Final(text)) => {
+            print_answer(&text);
+            Status::Answered
+        }
+        Ok(Exit::BudgetExhausted { exhausted, summary }) => {
+            print_answer(&summary);
+            eprintln!("error: the {exhausted} ran out before the task was finished");
+            Status::Failed
+        }
+        Ok(Exit::Interrupted) => {
+            if args.json {
+                Renderer::json_line(&serde_json::json!({"type": "interrupted"}));
+            }
+            eprintln!("interrupted");
+            Status::Interrupted
+        }
+        Err(error) => {
+            let message = explain(&error, &settings.primary, home);
+            if args.json {
+                Renderer::json_line(&serde_json::json!({"type": "error", "message": message}));
+            }
+            eprintln!("error: {message}");
+            Status::Failed
+        }
+    }
+}
+
+/// Ctrl-C cancels the running turn (the loop then answers its outstanding tool
+/// calls); at an idle prompt it exits.
+fn interrupt_running_turn() -> Arc<Mutex<Option<CancellationToken>>> {
+    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let watched = current.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            match watched.lock().ok().and_then(|mut running| running.take()) {
+                Some(turn) => turn.cancel(),
+                None => std::process::exit(130),
+            }
+        }
+    });
+    current
+}
+
+/// A line-by-line conversation on a terminal. Ctrl-C interrupts the running
+/// turn; Ctrl-D or /quit ends the session.
+async fn chat(agent: &mut Agent, settings: &Settings, home: &ProfileHome) -> Status {
+    eprintln!(
+        "Talaria {} · {} · Ctrl-C interrupts a turn, Ctrl-D or /quit exits",
+        env!("CARGO_PKG_VERSION"),
+        settings.primary.model
+    );
+    let renderer = Renderer::human(true);
+    let current_turn = interrupt_running_turn();
+    let stdin = std::io::stdin();
+    loop {
+        eprint!("› ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) => return Status::Answered,
+            Ok(_) => {}
+            Err(error) => return usage_error(&format!("cannot read input: {error}")),
+        }
+        let input = line.trim();
+        match input {
+            "" => continue,
+            "/quit" | "/exit" => return Status::Answered,
+            _ => {}
+        }
+        let cancel = CancellationToken::new();
+        if let Ok(mut running) = current_turn.lock() {
+            *running = Some(cancel.clone());
+        }
+        let outcome = agent.run(input, &renderer, &cancel).await;
+        if let Ok(mut running) = current_turn.lock() {
+            *running = None;
+        }
+        renderer.finish_line();
+        match outcome {
+            Ok(Exit::Final(_)) => {}
+            Ok(Exit::Interrupted) => eprintln!("interrupted"),
+            Ok(Exit::BudgetExhausted { exhausted, .. }) => {
+                eprintln!("  ! the {exhausted} ran out; the summary above is where things stand");
+            }
+            Err(error) => eprintln!("error: {}", explain(&error, &settings.primary, home)),
+        }
+    }
+}

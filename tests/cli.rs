@@ -1,0 +1,546 @@
+//! Black-box tests: the real `talaria` binary against the scripted model server.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not production code
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use talaria_testkit::assertions::{assert_prefix_stable, assert_tool_calls_paired};
+use talaria_testkit::{
+    LineEnding, Role, Script, ScriptedServer, ServerOptions, Step, ToolCall, Wire,
+};
+
+const TODO_ARGS: &str =
+    r#"{"todos":[{"id":"1","content":"write the tests","status":"in_progress"}]}"#;
+
+fn openai_args(server: &ScriptedServer) -> Vec<String> {
+    [
+        "--provider",
+        "openai",
+        "--model",
+        "test-model",
+        "--base-url",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([server.openai_base_url()])
+    .collect()
+}
+
+fn anthropic_args(server: &ScriptedServer) -> Vec<String> {
+    [
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-test",
+        "--base-url",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([server.anthropic_base_url()])
+    .collect()
+}
+
+fn query(home: &Home, prompt: &str, endpoint: &[String]) -> std::process::Command {
+    let mut args = vec!["-q", prompt];
+    args.extend(endpoint.iter().map(String::as_str));
+    let mut command = home.talaria(&args);
+    command.env("TALARIA_API_KEY", "sk-test");
+    command
+}
+
+fn round_trip_script() -> Script {
+    Script::new([Step::tool_call("todo", TODO_ARGS), Step::text("All set.")])
+}
+
+/// The tool result the model saw in the second request.
+fn second_request_tool_result(server: &ScriptedServer) -> String {
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "one request per model call");
+    let results: Vec<_> = requests[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert_eq!(results.len(), 1);
+    results[0].content.clone()
+}
+
+fn assert_round_trip(server: &ScriptedServer, output: &std::process::Output, wire: Wire) {
+    assert_code(output, 0);
+    assert_eq!(stdout(output), "All set.\n");
+    assert!(
+        stderr(output).contains("todo"),
+        "activity feed on stderr: {}",
+        stderr(output)
+    );
+    let requests = server.requests();
+    assert!(requests.iter().all(|r| r.wire == wire));
+    assert_tool_calls_paired(&requests);
+    assert_prefix_stable(&requests);
+    let result: Value = serde_json::from_str(&second_request_tool_result(server)).unwrap();
+    assert_eq!(result["todos"][0]["content"], "write the tests");
+    assert_eq!(result["summary"]["in_progress"], 1);
+    let tools = requests[0].tools_raw();
+    assert!(
+        tools.contains("\"todo\""),
+        "the todo tool is offered: {tools}"
+    );
+}
+
+#[test]
+fn version_is_printed() {
+    let home = Home::new();
+    let output = run(home.talaria(&["--version"]));
+    assert_code(&output, 0);
+    assert_eq!(
+        stdout(&output),
+        format!("talaria {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn openai_streaming_tool_round_trip() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(round_trip_script()).unwrap();
+    let output = run(query(&home, "plan the work", &openai_args(&server)));
+    assert_round_trip(&server, &output, Wire::OpenAi);
+    let first = &server.requests()[0];
+    assert!(first.stream);
+    assert_eq!(first.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(first.model(), Some("test-model"));
+}
+
+#[test]
+fn openai_non_streaming_tool_round_trip() {
+    let home = Home::new();
+    home.write_config("model:\n  stream: false\nretry:\n  base_delay_ms: 20\n");
+    let server = ScriptedServer::spawn(round_trip_script()).unwrap();
+    let output = run(query(&home, "plan the work", &openai_args(&server)));
+    assert_round_trip(&server, &output, Wire::OpenAi);
+    assert!(!server.requests()[0].stream);
+}
+
+#[test]
+fn anthropic_streaming_tool_round_trip() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(round_trip_script()).unwrap();
+    let output = run(query(&home, "plan the work", &anthropic_args(&server)));
+    assert_round_trip(&server, &output, Wire::Anthropic);
+    let first = &server.requests()[0];
+    assert!(first.stream);
+    assert_eq!(first.header("x-api-key"), Some("sk-test"));
+    assert!(
+        first.system_prompt_raw().contains("cache_control"),
+        "system prompt cache breakpoint"
+    );
+}
+
+#[test]
+fn anthropic_non_streaming_tool_round_trip() {
+    let home = Home::new();
+    home.write_config("model:\n  stream: false\n");
+    let server = ScriptedServer::spawn(round_trip_script()).unwrap();
+    let output = run(query(&home, "plan the work", &anthropic_args(&server)));
+    assert_round_trip(&server, &output, Wire::Anthropic);
+}
+
+#[test]
+fn sse_with_crlf_and_one_byte_chunks_is_parsed() {
+    let home = Home::new();
+    let options = ServerOptions {
+        chunk_size: 1,
+        line_ending: LineEnding::CrLf,
+        ..ServerOptions::default()
+    };
+    let server = ScriptedServer::spawn_with(round_trip_script(), options).unwrap();
+    let output = run(query(&home, "plan", &openai_args(&server)));
+    assert_round_trip(&server, &output, Wire::OpenAi);
+}
+
+#[test]
+fn rate_limit_is_retried_after_retry_after() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::rate_limited(Some("1")),
+        Step::text("ok"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "ok\n");
+    assert_eq!(server.requests().len(), 2);
+    assert!(
+        stderr(&output).contains("retry 1 in 1.0 s"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn fallback_model_takes_over_after_retries() {
+    let home = Home::new();
+    home.write_config(
+        "fallback:\n  - name: backup-model\nretry:\n  max_retries: 2\n  base_delay_ms: 10\n",
+    );
+    let server = ScriptedServer::spawn(Script::new([
+        Step::server_error(),
+        Step::server_error(),
+        Step::server_error(),
+        Step::text("from the fallback"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "from the fallback\n");
+    let models: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        ["test-model", "test-model", "test-model", "backup-model"]
+    );
+    assert!(
+        stderr(&output).contains("switching to backup-model"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn rejected_key_fails_at_once_naming_the_setting() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([Step::error(
+        401,
+        "Incorrect API key provided",
+    )]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 1);
+    let err = stderr(&output);
+    assert!(err.contains("rejected the API key"), "{err}");
+    assert!(err.contains("Incorrect API key provided"), "{err}");
+    assert!(
+        err.contains("TALARIA_API_KEY") && err.contains("OPENAI_API_KEY"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1, "auth errors are not retried");
+}
+
+#[test]
+fn malformed_sse_is_retried_then_reported() {
+    let home = Home::new();
+    home.write_config("retry:\n  max_retries: 1\n  base_delay_ms: 10\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::malformed_sse(),
+        Step::text("recovered"),
+        Step::malformed_sse(),
+        Step::malformed_sse(),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &anthropic_args(&server)));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "recovered\n");
+
+    let output = run(query(&home, "again", &anthropic_args(&server)));
+    assert_code(&output, 1);
+    assert!(
+        stderr(&output).contains("malformed response"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn stalled_stream_hits_the_idle_timeout() {
+    let home = Home::new();
+    home.write_config(
+        "network:\n  idle_timeout_secs: 1\nretry:\n  max_retries: 1\n  base_delay_ms: 10\n",
+    );
+    let server = ScriptedServer::spawn(Script::new([
+        Step::stall(Duration::from_secs(30)),
+        Step::stall(Duration::from_secs(30)),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 1);
+    let err = stderr(&output);
+    assert!(err.contains("timed out"), "{err}");
+    assert_eq!(server.requests().len(), 2, "the stall was retried once");
+}
+
+#[test]
+fn a_stream_dropped_mid_way_is_retried() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::drop_mid_stream(),
+        Step::text("complete"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "complete\n");
+}
+
+#[test]
+fn json_mode_prints_one_event_per_line() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(round_trip_script()).unwrap();
+    let mut command = query(&home, "plan", &openai_args(&server));
+    command.arg("--json");
+    let output = run(command);
+    assert_code(&output, 0);
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    for expected in [
+        "tool_call_start",
+        "tool_started",
+        "tool_finished",
+        "usage",
+        "text_delta",
+    ] {
+        assert!(
+            types.contains(&expected),
+            "{expected} missing from {types:?}"
+        );
+    }
+    assert_eq!(
+        events.last().unwrap(),
+        &serde_json::json!({"type": "final", "text": "All set."})
+    );
+}
+
+#[test]
+fn mistakes_of_the_model_reach_it_as_tool_results() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([
+            ToolCall::new("no_such_tool", "{}"),
+            ToolCall::new("todo", r#"{"todos": [oops"#),
+        ]),
+        Step::text("fixed"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hi", &openai_args(&server)));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_tool_calls_paired(&requests);
+    let results: Vec<_> = requests[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert!(
+        results[0]
+            .content
+            .contains("Unknown tool 'no_such_tool'. Available tools: todo")
+    );
+    assert!(
+        results[1]
+            .content
+            .contains("Invalid JSON in the arguments of tool 'todo'")
+    );
+}
+
+#[test]
+fn budget_exhaustion_prints_the_forced_summary_and_fails() {
+    let home = Home::new();
+    home.write_config("budget:\n  max_iterations: 1\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("todo", TODO_ARGS),
+        Step::tool_call("todo", "{}"),
+        Step::text("Here is where things stand."),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "work forever", &openai_args(&server)));
+    assert_code(&output, 1);
+    assert_eq!(stdout(&output), "Here is where things stand.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["tool_choice"], "none");
+    assert_prefix_stable(&requests);
+    assert_tool_calls_paired(&requests);
+}
+
+#[test]
+fn missing_settings_are_named_with_exit_code_2() {
+    let home = Home::new();
+    let output = run(home.talaria(&["-q", "hi"]));
+    assert_code(&output, 2);
+    let err = stderr(&output);
+    assert!(
+        err.contains("--model") && err.contains("TALARIA_MODEL"),
+        "{err}"
+    );
+    assert!(err.contains("OPENAI_API_KEY"), "{err}");
+    assert!(err.contains("talaria setup"), "{err}");
+}
+
+#[test]
+fn config_errors_name_file_line_and_column() {
+    let home = Home::new();
+    home.write_config("model:\n  name: m\n  temprature: 3\n");
+    let output = run(home.talaria(&["-q", "hi"]));
+    assert_code(&output, 2);
+    let expected = format!(
+        "{}:3:3: model: unknown field `temprature`",
+        home.path().join("config.yaml").display()
+    );
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+}
+
+#[test]
+fn flags_beat_environment_beat_config() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::text("a"),
+        Step::text("b"),
+        Step::text("c"),
+    ]))
+    .unwrap();
+    home.write_config(&format!(
+        "model:\n  provider: openai\n  name: config-model\n  base_url: {}\n  api_key: k\n",
+        server.openai_base_url()
+    ));
+    assert_code(&run(home.talaria(&["-q", "1"])), 0);
+    let mut with_env = home.talaria(&["-q", "2"]);
+    with_env.env("TALARIA_MODEL", "env-model");
+    assert_code(&run(with_env), 0);
+    let mut with_flag = home.talaria(&["-q", "3", "--model", "flag-model"]);
+    with_flag.env("TALARIA_MODEL", "env-model");
+    assert_code(&run(with_flag), 0);
+    let models: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.model().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(models, ["config-model", "env-model", "flag-model"]);
+}
+
+#[test]
+fn setup_checks_the_endpoint_and_writes_the_profile() {
+    let home = Home::new();
+    let server =
+        ScriptedServer::spawn(Script::new([Step::text("OK"), Step::text("hello")])).unwrap();
+    let answers = format!(
+        "openai\n{}\nlocal-model\nsk-from-setup\n",
+        server.openai_base_url()
+    );
+    let output = run_with_input(home.talaria(&["setup"]), &answers);
+    assert_code(&output, 0);
+    assert!(
+        stderr(&output).contains("the endpoint answered: OK"),
+        "{}",
+        stderr(&output)
+    );
+    let config = home.read("config.yaml");
+    assert!(config.contains("name: local-model"), "{config}");
+    assert!(
+        !config.contains("sk-from-setup"),
+        "the key stays out of config.yaml"
+    );
+    assert!(
+        config.contains("base_delay_ms: 20"),
+        "other settings are kept: {config}"
+    );
+    assert_eq!(home.read(".env"), "TALARIA_API_KEY='sk-from-setup'\n");
+    let mode = std::fs::metadata(home.path().join(".env")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
+
+    let output = run(home.talaria(&["-q", "hi"]));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "hello\n");
+    let requests = server.requests();
+    assert_eq!(
+        requests[1].header("authorization"),
+        Some("Bearer sk-from-setup")
+    );
+    assert_eq!(requests[1].model(), Some("local-model"));
+}
+
+#[test]
+fn setup_saves_nothing_when_the_check_fails_and_the_user_declines() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([Step::error(401, "bad key")])).unwrap();
+    let answers = format!("openai\n{}\nm\nsk-bad\nn\n", server.openai_base_url());
+    let output = run_with_input(home.talaria(&["setup"]), &answers);
+    assert_code(&output, 1);
+    assert!(
+        stderr(&output).contains("check failed"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!home.read("config.yaml").contains("name: m"));
+    assert_eq!(home.read(".env"), "");
+}
+
+#[test]
+fn prompt_from_stdin_and_system_prompt_from_soul() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("SOUL.md"),
+        "You are Marvin, a paranoid android.",
+    )
+    .unwrap();
+    let server = ScriptedServer::spawn(Script::new([Step::text("sigh")])).unwrap();
+    let mut args = vec!["chat".to_owned()];
+    args.extend(openai_args(&server));
+    let mut command = home.talaria(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    command.env("TALARIA_API_KEY", "k");
+    let output = run_with_input(command, "what is the answer?\n");
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "sigh\n");
+    let request = &server.requests()[0];
+    assert!(
+        request
+            .system_prompt_raw()
+            .starts_with(r#"{"role":"system","content":"You are Marvin"#)
+            || request
+                .system_prompt_raw()
+                .contains("You are Marvin, a paranoid android.")
+    );
+    let user = request
+        .messages()
+        .into_iter()
+        .find(|m| m.role == Role::User)
+        .unwrap();
+    assert_eq!(user.text, "what is the answer?");
+}
+
+#[test]
+fn interrupt_exits_130() {
+    let home = Home::new();
+    let server =
+        ScriptedServer::spawn(Script::new([Step::stall(Duration::from_secs(30))])).unwrap();
+    let child = query(&home, "hi", &openai_args(&server)).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = wait(child);
+    assert_code(&output, 130);
+    assert!(
+        stderr(&output).contains("interrupted"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -1,0 +1,113 @@
+//! Runs the real `talaria` binary in a throwaway profile home against the
+//! scripted model server.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Longest any single CLI run may take before the test calls it a hang.
+const HANG_LIMIT: Duration = Duration::from_secs(60);
+
+/// A profile home with fast retries so failure paths finish quickly.
+pub struct Home {
+    pub dir: TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        let home = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        home.write_config("retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n");
+        home
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Replaces config.yaml.
+    pub fn write_config(&self, yaml: &str) {
+        std::fs::write(self.path().join("config.yaml"), yaml).unwrap();
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path().join(name)).unwrap_or_default()
+    }
+
+    /// `talaria` with a clean environment: only this home and the given flags.
+    pub fn talaria(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_talaria"));
+        command
+            .args(args)
+            .env_clear()
+            .env("TALARIA_HOME", self.path())
+            .env("HOME", self.path());
+        if let Some(path) = std::env::var_os("PATH") {
+            command.env("PATH", path);
+        }
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+}
+
+/// Runs to completion (killing it if it hangs) and returns its output.
+pub fn run(mut command: Command) -> Output {
+    let child = command.spawn().expect("talaria binary starts");
+    wait(child)
+}
+
+/// Runs with `input` on stdin.
+pub fn run_with_input(mut command: Command, input: &str) -> Output {
+    command.stdin(Stdio::piped());
+    let mut child = command.spawn().expect("talaria binary starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    wait(child)
+}
+
+pub fn wait(mut child: Child) -> Output {
+    let deadline = Instant::now() + HANG_LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "talaria hung; stderr:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the exit code, showing stderr when it differs.
+pub fn assert_code(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "exit code; stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+}
