@@ -544,3 +544,36 @@ fn interrupt_exits_130() {
         stderr(&output)
     );
 }
+
+#[test]
+fn first_start_in_a_terminal_offers_setup_then_chats() {
+    let home = Home::new();
+    let server =
+        ScriptedServer::spawn(Script::new([Step::text("OK"), Step::text("hi there")])).unwrap();
+    // `script` gives talaria a real terminal, as a person starting it would have.
+    let binary = env!("CARGO_BIN_EXE_talaria");
+    let mut command = std::process::Command::new("script");
+    command
+        .args(["-qec", binary, "/dev/null"])
+        .env_clear()
+        .env("TALARIA_HOME", home.path())
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "dumb")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let answers = format!(
+        "y\nopenai\n{}\nlocal-model\n\nhello\n/quit\n",
+        server.openai_base_url()
+    );
+    let output = run_with_input(command, &answers);
+    let screen = stdout(&output);
+    assert_code(&output, 0);
+    assert!(screen.contains("No model is configured yet."), "{screen}");
+    assert!(screen.contains("the endpoint answered: OK"), "{screen}");
+    assert!(screen.contains("hi there"), "{screen}");
+    assert!(home.read("config.yaml").contains("name: local-model"));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].header("authorization"), None, "no key was given");
+}

@@ -42,8 +42,10 @@ pub struct BudgetConfig {
     /// Model calls per run.
     pub max_iterations: u32,
     /// Wall-clock limit in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<u64>,
     /// Cost limit in USD.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
 }
 
@@ -110,11 +112,20 @@ pub struct ConfigFile {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback: Vec<ModelConfig>,
     /// Run limits.
+    #[serde(skip_serializing_if = "is_default")]
     pub budget: BudgetConfig,
     /// Retry policy.
+    #[serde(skip_serializing_if = "is_default")]
     pub retry: RetryConfig,
     /// Timeouts.
+    #[serde(skip_serializing_if = "is_default")]
     pub network: NetworkConfig,
+}
+
+/// Sections left at their defaults are not written, so a later release's
+/// better defaults still reach users who ran setup once.
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// A config file that cannot be used.
@@ -337,6 +348,10 @@ mod tests {
         config.model.name = Some("m".into());
         config.model.api_key = Some("${TALARIA_API_KEY}".into());
         let yaml = config.to_yaml().unwrap();
+        assert!(
+            !yaml.contains("budget") && !yaml.contains("null"),
+            "defaults stay out: {yaml}"
+        );
         let back = parse(&yaml, &env(&[("TALARIA_API_KEY", "k")])).unwrap();
         assert_eq!(back.model.name.as_deref(), Some("m"));
         assert_eq!(back.model.api_key.as_deref(), Some("k"));

@@ -40,10 +40,11 @@ fn ask(question: &str, default: Option<&str>) -> Option<String> {
     }
 }
 
-/// A yes/no question.
+/// A yes/no question; Enter takes the default, end of input means no.
 pub fn confirm(question: &str, default_yes: bool) -> bool {
-    let hint = if default_yes { "Y/n" } else { "y/N" };
-    match ask(&format!("{question} ({hint})"), Some("")) {
+    eprint!("{question} ({}): ", if default_yes { "Y/n" } else { "y/N" });
+    let _ = std::io::stderr().flush();
+    match read_answer() {
         Some(answer) if answer.is_empty() => default_yes,
         Some(answer) => matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes"),
         None => false,

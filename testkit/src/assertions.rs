@@ -22,7 +22,8 @@ fn verdict(problems: Vec<String>) -> Result<(), String> {
 }
 
 /// Checks that in every request each assistant tool call has exactly one tool result, placed
-/// after the call, that no result is orphaned (answers no earlier call) and that call ids are
+/// right after the call (before any message that carries no results, as the real APIs
+/// require), that no result is orphaned (answers no earlier call) and that call ids are
 /// unique. Works on both wire formats.
 pub fn check_tool_calls_paired(requests: &[RecordedRequest]) -> Result<(), String> {
     let mut problems = Vec::new();
@@ -31,7 +32,22 @@ pub fn check_tool_calls_paired(requests: &[RecordedRequest]) -> Result<(), Strin
         // call id -> (message position, tool name, results seen)
         let mut calls: HashMap<String, (usize, String, usize)> = HashMap::new();
         let mut order = Vec::new();
+        // Calls still waiting for their result; any message without results closes them.
+        let mut open: Vec<String> = Vec::new();
+        let mut late: Vec<String> = Vec::new();
         for (position, message) in request.messages().iter().enumerate() {
+            if message.tool_results.is_empty() {
+                for id in open.drain(..) {
+                    if let Some((call_at, name, _)) = calls.get(&id) {
+                        problems.push(format!(
+                            "{at}: tool call {id:?} ({name}) in messages()[{call_at}] is not \
+                             answered before messages()[{position}]"
+                        ));
+                    }
+                    late.push(id);
+                }
+            }
+            open.retain(|id| !message.tool_results.iter().any(|r| &r.call_id == id));
             // Results first: a result never answers a call made in its own message.
             for result in &message.tool_results {
                 match calls.get_mut(&result.call_id) {
@@ -63,9 +79,10 @@ pub fn check_tool_calls_paired(requests: &[RecordedRequest]) -> Result<(), Strin
                 }
                 calls.insert(call.id.clone(), (position, call.name.clone(), 0));
                 order.push(call.id.clone());
+                open.push(call.id.clone());
             }
         }
-        for id in order {
+        for id in order.into_iter().filter(|id| !late.contains(id)) {
             if let Some((position, name, 0)) = calls.get(&id) {
                 problems.push(format!(
                     "{at}: tool call {id:?} ({name}) in messages()[{position}] has no tool result"

@@ -145,7 +145,7 @@ fn orphaned_and_early_results_are_caught() {
         p,
         r#"requests()[1] (openai): tool result for "ghost" in messages()[3] is orphaned: no earlier tool call has that id"#
     );
-    // A result placed before its call is orphaned, and the call then lacks a result.
+    // A result placed before its call is orphaned, and the call is left unanswered.
     let p = problems(&[anthropic(
         "s",
         json!([tool_result("t1"), tool_use("t1"), {"role": "user", "content": "go on"}]),
@@ -155,8 +155,24 @@ fn orphaned_and_early_results_are_caught() {
         "{p}"
     );
     assert!(
-        p.contains(r#"tool call "t1" (read) in messages()[2] has no tool result"#),
+        p.contains(
+            r#"tool call "t1" (read) in messages()[2] is not answered before messages()[3]"#
+        ),
         "{p}"
+    );
+}
+
+#[test]
+fn results_after_an_intervening_message_are_caught() {
+    let p = problems(&[openai(json!([
+        user("hi"),
+        assistant_calls(&["c1"]),
+        user("are you there?"),
+        tool("c1")
+    ]))]);
+    assert_eq!(
+        p,
+        r#"requests()[0] (openai): tool call "c1" (read) in messages()[1] is not answered before messages()[2]"#
     );
 }
 
