@@ -575,5 +575,9 @@ fn first_start_in_a_terminal_offers_setup_then_chats() {
     assert!(home.read("config.yaml").contains("name: local-model"));
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[1].header("authorization"), None, "no key was given");
+    assert_eq!(
+        requests[1].header("authorization"),
+        None,
+        "no key was given"
+    );
 }

@@ -9,6 +9,7 @@
 mod anthropic;
 mod assemble;
 mod config;
+mod endpoint;
 mod errors;
 pub mod http;
 mod openai;

@@ -4,14 +4,13 @@ mod request;
 mod response;
 
 use async_trait::async_trait;
-use reqwest::Url;
-use reqwest::header::HeaderMap;
 use talaria_kernel::{
     CancellationToken, ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink,
 };
 
-use crate::config::{ConfigError, ProviderConfig, endpoint_url, header_map};
-use crate::http::{self, Exchange};
+use crate::config::{ConfigError, ProviderConfig};
+use crate::endpoint::Endpoint;
+use crate::http;
 
 /// The `anthropic-version` header value sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -23,10 +22,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// A Messages endpoint: `POST {base_url}/v1/messages` (no doubled `/v1`).
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    client: reqwest::Client,
-    url: Url,
-    headers: HeaderMap,
-    config: ProviderConfig,
+    endpoint: Endpoint,
 }
 
 impl AnthropicMessages {
@@ -40,38 +36,21 @@ impl AnthropicMessages {
         config: ProviderConfig,
         client: reqwest::Client,
     ) -> Result<Self, ConfigError> {
-        let url = endpoint_url(&config.base_url, "/v1/messages")?;
-        let auth = config.api_key.as_ref().map(|key| {
-            if config.bearer_auth {
-                ("authorization", format!("Bearer {key}"))
+        let mut fixed = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned(), false)];
+        if let Some(key) = &config.api_key {
+            fixed.push(if config.bearer_auth {
+                ("authorization", format!("Bearer {key}"), true)
             } else {
-                ("x-api-key", key.clone())
-            }
-        });
-        let headers = header_map(
-            std::iter::once(("anthropic-version", ANTHROPIC_VERSION, false))
-                .chain(
-                    auth.iter()
-                        .map(|(name, value)| (*name, value.as_str(), true)),
-                )
-                .chain(
-                    config
-                        .headers
-                        .iter()
-                        .map(|(name, value)| (name.as_str(), value.as_str(), false)),
-                ),
-        )?;
-        Ok(Self {
-            client,
-            url,
-            headers,
-            config,
-        })
+                ("x-api-key", key.clone(), true)
+            });
+        }
+        let endpoint = Endpoint::new(config, client, "/v1/messages", &fixed)?;
+        Ok(Self { endpoint })
     }
 
     /// The configuration this provider was built from.
     pub fn config(&self) -> &ProviderConfig {
-        &self.config
+        &self.endpoint.config
     }
 }
 
@@ -87,24 +66,12 @@ impl ModelProvider for AnthropicMessages {
         sink: &dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let max_tokens = self.config.default_max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let body = request::render(&request, self.config.stream, max_tokens);
-        let exchange = Exchange {
-            provider: self.name(),
-            idle: self.config.idle_timeout,
-            cancel,
-        };
-        let post = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .json(&body);
-        exchange
-            .run(
-                post,
-                self.config.stream,
-                response::MessagesDecoder::new(sink),
-            )
+        let config = self.config();
+        let max_tokens = config.default_max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let body = request::render(&request, config.stream, max_tokens);
+        let decoder = response::MessagesDecoder::new(sink);
+        self.endpoint
+            .post(self.name(), &body, decoder, cancel)
             .await
     }
 }

@@ -5,22 +5,18 @@ mod request;
 mod response;
 
 use async_trait::async_trait;
-use reqwest::Url;
-use reqwest::header::HeaderMap;
 use talaria_kernel::{
     CancellationToken, ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink,
 };
 
-use crate::config::{ConfigError, ProviderConfig, endpoint_url, header_map};
-use crate::http::{self, Exchange};
+use crate::config::{ConfigError, ProviderConfig};
+use crate::endpoint::Endpoint;
+use crate::http;
 
 /// A Chat Completions endpoint: `POST {base_url}/chat/completions`.
 #[derive(Debug, Clone)]
 pub struct OpenAiChat {
-    client: reqwest::Client,
-    url: Url,
-    headers: HeaderMap,
-    config: ProviderConfig,
+    endpoint: Endpoint,
 }
 
 impl OpenAiChat {
@@ -34,29 +30,18 @@ impl OpenAiChat {
         config: ProviderConfig,
         client: reqwest::Client,
     ) -> Result<Self, ConfigError> {
-        let url = endpoint_url(&config.base_url, "/chat/completions")?;
-        let auth = config.api_key.as_ref().map(|key| format!("Bearer {key}"));
-        let headers = header_map(
-            auth.iter()
-                .map(|value| ("authorization", value.as_str(), true))
-                .chain(
-                    config
-                        .headers
-                        .iter()
-                        .map(|(name, value)| (name.as_str(), value.as_str(), false)),
-                ),
-        )?;
-        Ok(Self {
-            client,
-            url,
-            headers,
-            config,
-        })
+        let auth: Vec<_> = config
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}"), true))
+            .collect();
+        let endpoint = Endpoint::new(config, client, "/chat/completions", &auth)?;
+        Ok(Self { endpoint })
     }
 
     /// The configuration this provider was built from.
     pub fn config(&self) -> &ProviderConfig {
-        &self.config
+        &self.endpoint.config
     }
 }
 
@@ -72,19 +57,11 @@ impl ModelProvider for OpenAiChat {
         sink: &dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let body = request::render(&request, self.config.stream, self.config.default_max_tokens);
-        let exchange = Exchange {
-            provider: self.name(),
-            idle: self.config.idle_timeout,
-            cancel,
-        };
-        let post = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .json(&body);
-        exchange
-            .run(post, self.config.stream, response::ChatDecoder::new(sink))
+        let config = self.config();
+        let body = request::render(&request, config.stream, config.default_max_tokens);
+        let decoder = response::ChatDecoder::new(sink);
+        self.endpoint
+            .post(self.name(), &body, decoder, cancel)
             .await
     }
 }

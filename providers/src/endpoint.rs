@@ -1,0 +1,69 @@
+//! One provider endpoint: its URL, headers (auth included) and client, and the
+//! POST that runs one exchange through a wire format's decoder.
+
+use reqwest::Url;
+use reqwest::header::HeaderMap;
+use talaria_kernel::{CancellationToken, ModelError, ModelResponse};
+
+use crate::config::{ConfigError, ProviderConfig, endpoint_url, header_map};
+use crate::http::{Decoder, Exchange};
+
+/// A validated endpoint, ready to send requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    client: reqwest::Client,
+    url: Url,
+    headers: HeaderMap,
+    pub config: ProviderConfig,
+}
+
+impl Endpoint {
+    /// `POST {base_url}{path}` with `fixed` headers (name, value, sensitive)
+    /// followed by the configured extra headers.
+    pub fn new(
+        config: ProviderConfig,
+        client: reqwest::Client,
+        path: &str,
+        fixed: &[(&str, String, bool)],
+    ) -> Result<Self, ConfigError> {
+        let url = endpoint_url(&config.base_url, path)?;
+        let headers = header_map(
+            fixed
+                .iter()
+                .map(|(name, value, sensitive)| (*name, value.as_str(), *sensitive))
+                .chain(
+                    config
+                        .headers
+                        .iter()
+                        .map(|(name, value)| (name.as_str(), value.as_str(), false)),
+                ),
+        )?;
+        Ok(Self {
+            client,
+            url,
+            headers,
+            config,
+        })
+    }
+
+    /// Sends `body` and decodes the response, streamed or whole.
+    pub async fn post(
+        &self,
+        provider: &str,
+        body: &serde_json::Value,
+        decoder: impl Decoder,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let exchange = Exchange {
+            provider,
+            idle: self.config.idle_timeout,
+            cancel,
+        };
+        let request = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .json(body);
+        exchange.run(request, self.config.stream, decoder).await
+    }
+}
