@@ -1,1 +1,182 @@
-//! Plugin SDK (in progress).
+//! Write Talaria plugins in Rust.
+//!
+//! A plugin is a WebAssembly component (target `wasm32-wasip2`) of the WIT
+//! package `talaria:plugin@0.1.0`. For a tool plugin, each tool is a type
+//! implementing [`Tool`] and one [`export_tools!`] exports them all:
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use talaria_plugin_sdk::{CallContext, Tool, ToolError, ToolFlags, Value, json, log};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct WordCountArgs {
+//!     /// The text to count the words of.
+//!     text: String,
+//!     /// Count only words of at least this many characters (default 1).
+//!     min_len: Option<usize>,
+//! }
+//!
+//! #[derive(Default)]
+//! struct WordCount;
+//!
+//! impl Tool for WordCount {
+//!     const NAME: &'static str = "word_count";
+//!     const DESCRIPTION: &'static str = "Counts the words in a text";
+//!     type Args = WordCountArgs;
+//!
+//!     fn flags() -> ToolFlags {
+//!         ToolFlags::read_only()
+//!     }
+//!
+//!     fn call(&self, args: WordCountArgs, _ctx: &CallContext) -> Result<Value, ToolError> {
+//!         let min = args.min_len.unwrap_or(1);
+//!         let words = args.text.split_whitespace().filter(|w| w.chars().count() >= min).count();
+//!         log::debug(format!("counted {words} words"));
+//!         Ok(json!({ "words": words }))
+//!     }
+//! }
+//!
+//! talaria_plugin_sdk::export_tools!(WordCount);
+//! # fn main() {
+//! #     use talaria_plugin_sdk::{ToolSet, dispatch};
+//! #     let ctx = talaria_plugin_sdk::CallContext {
+//! #         session_id: "s".into(), call_id: "c".into(), cwd: None };
+//! #     assert_eq!(dispatch::<WordCount>("word_count", r#"{"text":"a bb ccc"}"#, &ctx),
+//! #         Ok(r#"{"words":3}"#.to_string()));
+//! #     talaria_plugin_sdk::validate::<WordCount>().unwrap();
+//! # }
+//! ```
+//!
+//! Build it with `cargo build --target wasm32-wasip2 --release` (crate type
+//! `cdylib`); the `.wasm` is a component, packaged next to its `plugin.toml`
+//! manifest (see the SDK's README).
+//!
+//! What the SDK does for you:
+//! - the tool's `parameters` are the JSON Schema of `Args` (derived with
+//!   `schemars`; doc comments become descriptions; fields that are not
+//!   `Option` are `required`), see [`parameters_schema`];
+//! - arguments are parsed with `serde`; a mismatch becomes
+//!   [`ToolError::InvalidArguments`] that names the problem and the expected
+//!   parameters, so the model can correct its call;
+//! - an unknown tool name is an `InvalidArguments` listing the known tools;
+//! - a panic is logged to the host (`log::error`) and then traps: the host
+//!   reports the call as failed. Return [`ToolError`]s for expected failures.
+//!
+//! Host services are in [`log`], [`config`], [`kv`], [`exec`] and
+//! [`session_search`]; each needs its capability in the manifest, except
+//! logging. Outside a component (native unit tests) they do nothing useful:
+//! logging goes to stderr and the rest return [`HostError::Failed`].
+//!
+//! To implement the exported interface by hand (e.g. to return raw JSON text),
+//! implement [`ToolProvider`] and use [`export_tool_provider!`]; [`dispatch`]
+//! and [`ToolSet::specs`] still do the usual work for [`Tool`] types, and
+//! [`install_panic_hook`] the panic logging.
+
+mod error;
+mod host;
+mod tool;
+
+/// The bindings `wit_bindgen` generates for the `tool-plugin` world.
+///
+/// Prefer the wrappers at the crate root; these are here for the export
+/// macros and for anything the wrappers do not cover.
+// The generated component-ABI glue contains `unsafe` code; rustc does not apply
+// the `unsafe_code` lint to proc-macro output, so the workspace's
+// `forbid(unsafe_code)` stands for everything written here by hand.
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "tool-plugin",
+        // The contract: the repository's `wit/plugin` package.
+        path: "../../wit/plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_tool_plugin",
+        default_bindings_module: "::talaria_plugin_sdk::bindings",
+        additional_type_attributes: {
+            "talaria:plugin/types@0.1.0/tool-flags": [#[derive(Default)]],
+        },
+        with: {
+            "talaria:plugin/types@0.1.0/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.0/host-error": crate::HostError,
+        },
+    });
+}
+
+pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
+pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};
+pub use error::{HostError, ToolError};
+pub use host::{config, exec, kv, log, session_search};
+pub use tool::{
+    NoArgs, Tool, ToolSet, dispatch, invoke, parameters_schema, parse_args, spec, validate,
+};
+
+pub use schemars;
+pub use serde;
+pub use serde_json::{self, Value, json};
+
+/// Exports tool types (each implementing [`Tool`]) as the plugin's
+/// `tool-provider`: `list-tools` returns their specs in order and `call-tool`
+/// dispatches by name. Use it once per plugin crate, at the crate root.
+///
+/// Up to 16 tools; group more in nested tuples with
+/// [`export_tool_provider!`] and a hand-written [`ToolProvider`].
+///
+/// ```ignore
+/// talaria_plugin_sdk::export_tools!(ReadFile, WriteFile, Patch);
+/// ```
+#[macro_export]
+macro_rules! export_tools {
+    ($($tool:ty),+ $(,)?) => {
+        #[doc(hidden)]
+        pub struct __TalariaToolPlugin;
+
+        impl $crate::ToolProvider for __TalariaToolPlugin {
+            fn list_tools() -> ::std::vec::Vec<$crate::ToolSpec> {
+                <($($tool,)+) as $crate::ToolSet>::specs()
+            }
+
+            fn call_tool(
+                name: ::std::string::String,
+                arguments: $crate::Json,
+                context: $crate::CallContext,
+            ) -> ::core::result::Result<$crate::Json, $crate::ToolError> {
+                $crate::install_panic_hook();
+                $crate::dispatch::<($($tool,)+)>(&name, &arguments, &context)
+            }
+        }
+
+        $crate::export_tool_provider!(__TalariaToolPlugin);
+    };
+}
+
+/// Exports a hand-written [`ToolProvider`] implementation (a type name).
+///
+/// Call [`install_panic_hook`] at the start of `call_tool` to have panics
+/// logged to the host like [`export_tools!`] does.
+#[macro_export]
+macro_rules! export_tool_provider {
+    ($provider:ident) => {
+        // Component exports exist only in the wasm build: natively (unit tests
+        // of a plugin crate) their names, which contain `:`, would not link.
+        #[cfg(target_arch = "wasm32")]
+        $crate::bindings::__export_tool_plugin!($provider with_types_in $crate::bindings);
+    };
+}
+
+/// Makes a panic log its message to the host (`log::error`, "plugin panicked:
+/// …") before the instance traps. Idempotent; [`export_tools!`] calls it on
+/// every call.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            log::error(format!("plugin panicked: {info}"));
+            default(info);
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests;
