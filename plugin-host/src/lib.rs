@@ -1,1 +1,43 @@
-//! Plugin host (in progress).
+//! Talaria's plugin host: runs WebAssembly components against the
+//! `talaria:plugin` WIT API with wasmtime.
+//!
+//! - One process-wide [`wasmtime::Engine`] (async, epoch interruption,
+//!   Cranelift, pooling allocator) with a 10 ms epoch ticker.
+//! - [`PluginHost::load`] reads `plugin.toml` ([`Manifest`]), compiles the
+//!   component or loads it from the compiled-artefact cache, checks the API
+//!   version the component targets, and prepares an `InstancePre`.
+//! - [`PluginTools`] implements the kernel's [`talaria_kernel::ToolDispatcher`]
+//!   over the loaded tool plugins, one fresh instance per call, with
+//!   capability enforcement through WASI preopens and socket checks, per-call
+//!   time and memory limits, and failure isolation.
+//!
+//! See `README.md` for the manifest format and the sandbox.
+
+mod bindings;
+mod cache;
+mod engine;
+mod error;
+mod grants;
+mod host;
+mod imports;
+mod kv;
+mod log;
+mod manifest;
+mod net;
+mod sandbox;
+mod state;
+mod tools;
+mod version;
+
+pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
+pub use crate::error::{CallError, HostError, LoadError};
+pub use crate::grants::Grants;
+pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolFlags, ToolInfo};
+pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
+pub use crate::manifest::{
+    Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
+    MANIFEST_FILE, Manifest, ManifestError, PluginKind,
+};
+pub use crate::net::NetPattern;
+pub use crate::tools::{DISABLE_AFTER_FAILURES, PluginTools, ToolInstance};
+pub use crate::version::{HOST_API, compatible};

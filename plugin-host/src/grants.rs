@@ -1,0 +1,144 @@
+//! What the user granted. A plugin gets the intersection of what its manifest
+//! requests and what is granted here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::{Access, Capabilities, FsCapability, Manifest};
+
+/// The user's decision for one plugin, keyed by the manifest's own spelling
+/// (`"$CWD"`, `"api.example.org:443"`, `"GITHUB_TOKEN"`), so it can be stored
+/// next to the user's configuration and shown back to them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Grants {
+    /// Manifest filesystem paths granted, with the most access allowed for each
+    /// (a read-write request granted `read-only` is preopened read-only).
+    pub filesystem: BTreeMap<String, Access>,
+    /// Network patterns granted (exactly as the manifest spells them).
+    pub network: BTreeSet<String>,
+    /// Environment variable names granted.
+    pub env: BTreeSet<String>,
+    /// Whether `exec` is granted.
+    pub exec: bool,
+    /// Whether the key-value store is granted.
+    pub kv: bool,
+    /// Whether session search is granted.
+    pub session_search: bool,
+}
+
+impl Grants {
+    /// Nothing granted: the plugin may only log and read its `[config]`.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Everything the manifest requests, as requested.
+    pub fn all_requested(manifest: &Manifest) -> Self {
+        let caps = &manifest.capabilities;
+        Self {
+            filesystem: caps
+                .filesystem
+                .iter()
+                .map(|fs| (fs.path.clone(), fs.access))
+                .collect(),
+            network: caps.network.iter().cloned().collect(),
+            env: caps.env.iter().cloned().collect(),
+            exec: caps.exec,
+            kv: caps.kv,
+            session_search: caps.session_search,
+        }
+    }
+
+    /// The same grants with every directory downgraded to read-only.
+    pub fn read_only(mut self) -> Self {
+        for access in self.filesystem.values_mut() {
+            *access = Access::ReadOnly;
+        }
+        self
+    }
+
+    /// What a plugin requesting `requested` may actually use.
+    pub fn effective(&self, requested: &Capabilities) -> Capabilities {
+        let mut filesystem: Vec<FsCapability> = Vec::new();
+        for fs in &requested.filesystem {
+            let Some(granted) = self.filesystem.get(&fs.path) else {
+                continue;
+            };
+            let access = fs.access.min(*granted);
+            match filesystem.iter_mut().find(|f| f.path == fs.path) {
+                Some(existing) => existing.access = existing.access.max(access),
+                None => filesystem.push(FsCapability {
+                    path: fs.path.clone(),
+                    access,
+                }),
+            }
+        }
+        Capabilities {
+            filesystem,
+            network: requested
+                .network
+                .iter()
+                .filter(|p| self.network.contains(*p))
+                .cloned()
+                .collect(),
+            env: requested
+                .env
+                .iter()
+                .filter(|e| self.env.contains(*e))
+                .cloned()
+                .collect(),
+            exec: requested.exec && self.exec,
+            kv: requested.kv && self.kv,
+            session_search: requested.session_search && self.session_search,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_is_the_intersection() {
+        let requested = Capabilities {
+            filesystem: vec![
+                FsCapability {
+                    path: "$CWD".into(),
+                    access: Access::ReadWrite,
+                },
+                FsCapability {
+                    path: "/opt".into(),
+                    access: Access::ReadOnly,
+                },
+            ],
+            network: vec!["a.org:443".into(), "b.org:443".into()],
+            exec: true,
+            env: vec!["A".into()],
+            kv: true,
+            session_search: false,
+        };
+        let grants = Grants {
+            filesystem: [("$CWD".to_string(), Access::ReadOnly)].into(),
+            network: ["b.org:443".to_string(), "c.org:443".to_string()].into(),
+            env: ["A".to_string(), "B".to_string()].into(),
+            exec: false,
+            kv: true,
+            session_search: true,
+        };
+        let eff = grants.effective(&requested);
+        assert_eq!(
+            eff.filesystem,
+            vec![FsCapability {
+                path: "$CWD".into(),
+                access: Access::ReadOnly
+            }]
+        );
+        assert_eq!(eff.network, vec!["b.org:443".to_string()]);
+        assert_eq!(eff.env, vec!["A".to_string()]);
+        assert!(!eff.exec);
+        assert!(eff.kv);
+        assert!(!eff.session_search);
+    }
+}

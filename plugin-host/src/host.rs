@@ -1,0 +1,483 @@
+//! Loading plugins: manifest, component (compiled or cached), API version
+//! check, linking, and the tool list.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use talaria_kernel::ToolSpec;
+use wasmtime::Engine;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, Linker};
+
+use crate::bindings::{ToolPlugin, ToolPluginPre};
+use crate::cache::{CompileCache, Origin, error_text};
+use crate::engine;
+use crate::error::{HostError, LoadError};
+use crate::grants::Grants;
+use crate::kv::KvStore;
+use crate::log::{LogLevel, LogSource, PluginLog};
+use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind};
+use crate::net::NetPolicy;
+use crate::sandbox::{Sandbox, resolve_grant};
+use crate::state::{HostCtx, PluginShared, PluginState};
+use crate::tools::{Invocation, invoke_list_tools};
+use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
+
+/// Where the host keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostOptions {
+    /// Compiled components (`$TALARIA_HOME/cache/plugins`); created if missing.
+    pub cache_dir: PathBuf,
+    /// Plugin data: `<data_dir>/<plugin>` is `$PLUGIN_DATA`, and the key-value
+    /// store lives in `<data_dir>/<plugin>/kv/<profile>`.
+    pub data_dir: PathBuf,
+    /// The profile key-value stores are scoped to (`[A-Za-z0-9_-]+`).
+    pub profile: String,
+}
+
+impl HostOptions {
+    /// Options with the `default` profile.
+    pub fn new(cache_dir: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cache_dir: cache_dir.into(),
+            data_dir: data_dir.into(),
+            profile: "default".into(),
+        }
+    }
+}
+
+/// Compile-cache counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    /// Components compiled by this host.
+    pub compiled: u64,
+    /// Components deserialised from the cache by this host.
+    pub cache_hits: u64,
+}
+
+/// How the scheduler may run a tool's calls (from the plugin's `tool-flags`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolFlags {
+    /// Never run alongside another call.
+    pub never_parallel: bool,
+    /// No side effects.
+    pub read_only: bool,
+    /// The argument naming the path the call touches.
+    pub path_argument: Option<String>,
+}
+
+/// A tool a plugin provides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// As the model sees it (parameters parsed from the plugin's JSON schema).
+    pub spec: ToolSpec,
+    /// Scheduling hints.
+    pub flags: ToolFlags,
+}
+
+pub(crate) struct HostInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<PluginState>,
+    cache: CompileCache,
+    data_dir: PathBuf,
+    profile: String,
+}
+
+/// Loads plugins. Cheap to clone; all clones share the engine, the linker
+/// and the compile cache.
+#[derive(Clone)]
+pub struct PluginHost {
+    inner: Arc<HostInner>,
+}
+
+impl std::fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("cache", &self.inner.cache)
+            .field("data_dir", &self.inner.data_dir)
+            .field("profile", &self.inner.profile)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct LoadedInner {
+    pub(crate) manifest: Manifest,
+    pub(crate) dir: PathBuf,
+    pub(crate) shared: Arc<PluginShared>,
+    pub(crate) api: semver::Version,
+    pub(crate) kinds: Vec<PluginKind>,
+    pub(crate) tools: Vec<ToolInfo>,
+    pub(crate) tool_pre: Option<ToolPluginPre<PluginState>>,
+    pub(crate) origin: Origin,
+    pub(crate) host: Arc<HostInner>,
+}
+
+/// A plugin ready to instantiate. Cheap to clone.
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    pub(crate) inner: Arc<LoadedInner>,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.inner.manifest.name)
+            .field("dir", &self.inner.dir)
+            .field("api", &self.inner.api)
+            .field("kinds", &self.inner.kinds)
+            .field("tools", &self.inner.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.inner.manifest.name
+    }
+
+    /// Its manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.inner.manifest
+    }
+
+    /// The directory it was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// What it may use: the manifest's requests ∩ the grants.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.inner.shared.caps
+    }
+
+    /// The `talaria:plugin` version its exports target.
+    pub fn api_version(&self) -> &semver::Version {
+        &self.inner.api
+    }
+
+    /// The kinds the component exports.
+    pub fn kinds(&self) -> &[PluginKind] {
+        &self.inner.kinds
+    }
+
+    /// Its tools (empty unless it provides `tools`).
+    pub fn tools(&self) -> &[ToolInfo] {
+        &self.inner.tools
+    }
+
+    /// Its log (plugin `log` calls, captured stdout/stderr, host notes).
+    pub fn log(&self) -> &PluginLog {
+        &self.inner.shared.log
+    }
+
+    /// Whether the component came from the compile cache (nothing compiled).
+    pub fn from_cache(&self) -> bool {
+        self.inner.origin == Origin::Cached
+    }
+}
+
+fn valid_profile(profile: &str) -> bool {
+    !profile.is_empty()
+        && profile
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl PluginHost {
+    /// Creates a host (the process-wide engine is created on first use).
+    pub fn new(options: HostOptions) -> Result<Self, HostError> {
+        let engine = engine::engine().map_err(HostError::Engine)?.clone();
+        if !valid_profile(&options.profile) {
+            return Err(HostError::Io {
+                path: options.data_dir.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("invalid profile name {:?}", options.profile),
+                ),
+            });
+        }
+        let cache = CompileCache::new(options.cache_dir.clone(), &engine).map_err(|source| {
+            HostError::Io {
+                path: options.cache_dir.clone(),
+                source,
+            }
+        })?;
+        std::fs::create_dir_all(&options.data_dir).map_err(|source| HostError::Io {
+            path: options.data_dir.clone(),
+            source,
+        })?;
+        let mut linker = Linker::<PluginState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| HostError::Engine(error_text(&e)))?;
+        ToolPlugin::add_to_linker::<PluginState, wasmtime::component::HasSelf<HostCtx>>(
+            &mut linker,
+            |state| &mut state.host,
+        )
+        .map_err(|e| HostError::Engine(error_text(&e)))?;
+        Ok(Self {
+            inner: Arc::new(HostInner {
+                engine,
+                linker,
+                cache,
+                data_dir: options.data_dir,
+                profile: options.profile,
+            }),
+        })
+    }
+
+    /// Compile-cache counters of this host.
+    pub fn cache_stats(&self) -> CacheStats {
+        CacheStats {
+            compiled: self.inner.cache.counters.compiled.load(Ordering::Relaxed),
+            cache_hits: self.inner.cache.counters.cache_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Loads the plugin in `dir` (`plugin.toml` + its component) with the
+    /// capabilities its manifest requests ∩ `grants`. Compiles the component
+    /// (on a blocking thread) unless the cache holds it, checks the API
+    /// version it targets before anything is instantiated, links it, and
+    /// lists its tools. Needs a tokio runtime.
+    pub async fn load(&self, dir: &Path, grants: &Grants) -> Result<LoadedPlugin, LoadError> {
+        let manifest = Manifest::load(&dir.join(MANIFEST_FILE))?;
+        let name = manifest.name.clone();
+        if !compatible(&manifest.api, &HOST_API) {
+            return Err(LoadError::ApiVersion {
+                plugin: name,
+                message: format!(
+                    "its manifest targets talaria:plugin@{} but this host supports \
+                     talaria:plugin@{HOST_API} ({})",
+                    manifest.api,
+                    line(&HOST_API)
+                ),
+            });
+        }
+
+        let caps = grants.effective(&manifest.capabilities);
+        let data_dir = self.inner.data_dir.join(&name);
+        for grant in &caps.filesystem {
+            if !grant.path.starts_with("$CWD") {
+                resolve_grant(&grant.path, None, &data_dir).map_err(|message| {
+                    LoadError::Filesystem {
+                        plugin: name.clone(),
+                        grant: grant.path.clone(),
+                        message,
+                    }
+                })?;
+            }
+        }
+
+        let wasm_path = dir.join(&manifest.wasm);
+        let wasm = std::fs::read(&wasm_path).map_err(|source| LoadError::Wasm {
+            plugin: name.clone(),
+            path: wasm_path.clone(),
+            source,
+        })?;
+        let host = self.inner.clone();
+        let (component, origin) =
+            tokio::task::spawn_blocking(move || host.cache.load(&host.engine, &wasm))
+                .await
+                .map_err(|e| LoadError::Compile {
+                    plugin: name.clone(),
+                    message: format!("compilation task failed: {e}"),
+                })?
+                .map_err(|message| LoadError::Compile {
+                    plugin: name.clone(),
+                    message: format!("{}: {message}", wasm_path.display()),
+                })?;
+
+        let (api, kinds) = self.check_component(&component, &manifest)?;
+
+        let instance_pre =
+            self.inner
+                .linker
+                .instantiate_pre(&component)
+                .map_err(|e| LoadError::Link {
+                    plugin: name.clone(),
+                    message: error_text(&e),
+                })?;
+        let tool_pre = if kinds.contains(&PluginKind::Tools) {
+            Some(
+                ToolPluginPre::new(instance_pre.clone()).map_err(|e| LoadError::Exports {
+                    plugin: name.clone(),
+                    message: error_text(&e),
+                })?,
+            )
+        } else {
+            None
+        };
+
+        let kv = caps
+            .kv
+            .then(|| KvStore::new(data_dir.join("kv").join(&self.inner.profile)));
+        let shared = Arc::new(PluginShared {
+            name: name.clone(),
+            requested_env: manifest.capabilities.env.clone(),
+            config: manifest.config.clone(),
+            limits: manifest.limits,
+            log: PluginLog::default(),
+            kv,
+            net: NetPolicy::new(&caps.network),
+            data_dir,
+            caps,
+        });
+        shared.log.push(
+            LogLevel::Info,
+            LogSource::Host,
+            &format!(
+                "loaded {} {} (talaria:plugin@{api}) from {}{}",
+                name,
+                manifest.version,
+                dir.display(),
+                if origin == Origin::Cached {
+                    " (compiled cache)"
+                } else {
+                    ""
+                }
+            ),
+        );
+
+        let mut inner = LoadedInner {
+            manifest,
+            dir: dir.to_path_buf(),
+            shared,
+            api,
+            kinds,
+            tools: Vec::new(),
+            tool_pre,
+            origin,
+            host: self.inner.clone(),
+        };
+        if inner.tool_pre.is_some() {
+            let sandbox = Sandbox::default();
+            let specs =
+                invoke_list_tools(&inner, &sandbox)
+                    .await
+                    .map_err(|e| LoadError::ListTools {
+                        plugin: name.clone(),
+                        message: e.to_string(),
+                    })?;
+            inner.tools = convert_specs(&name, specs)?;
+        }
+        Ok(LoadedPlugin {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Reads the `talaria:plugin` names the component exports and imports,
+    /// refuses an incompatible version, and checks the exported kinds against
+    /// the manifest. Nothing is instantiated.
+    fn check_component(
+        &self,
+        component: &Component,
+        manifest: &Manifest,
+    ) -> Result<(semver::Version, Vec<PluginKind>), LoadError> {
+        let engine = &self.inner.engine;
+        let ty = component.component_type();
+        let exports: Vec<_> = ty
+            .exports(engine)
+            .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
+            .filter_map(|(name, _)| parse_api_name(name))
+            .collect();
+        let imports: Vec<_> = ty
+            .imports(engine)
+            .filter_map(|(name, _)| parse_api_name(name))
+            .collect();
+        let plugin = manifest.name.clone();
+        let exported = check_names(&exports, &imports, &manifest.api).map_err(|message| {
+            LoadError::ApiVersion {
+                plugin: plugin.clone(),
+                message,
+            }
+        })?;
+        let mut kinds: Vec<PluginKind> = exports
+            .iter()
+            .filter_map(|n| kind_of(&n.interface))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        let missing: Vec<&str> = manifest
+            .provides
+            .iter()
+            .filter(|k| !kinds.contains(k))
+            .map(|k| k.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(LoadError::Exports {
+                plugin,
+                message: format!(
+                    "the manifest says it provides {} but the component does not export {}",
+                    missing.join(", "),
+                    missing
+                        .iter()
+                        .filter_map(|m| manifest
+                            .provides
+                            .iter()
+                            .find(|k| k.as_str() == *m)
+                            .map(|k| format!("talaria:plugin/{}", k.interface())))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        Ok((exported.unwrap_or_else(|| manifest.api.clone()), kinds))
+    }
+}
+
+fn convert_specs(
+    plugin: &str,
+    specs: Vec<crate::bindings::ToolSpec>,
+) -> Result<Vec<ToolInfo>, LoadError> {
+    let mut tools: Vec<ToolInfo> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let bad = |message: String| LoadError::ListTools {
+            plugin: plugin.to_owned(),
+            message,
+        };
+        if spec.name.is_empty()
+            || !spec
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(bad(format!("invalid tool name {:?}", spec.name)));
+        }
+        if tools.iter().any(|t| t.spec.name == spec.name) {
+            return Err(bad(format!("tool {} is listed twice", spec.name)));
+        }
+        let parameters: serde_json::Value = serde_json::from_str(&spec.parameters)
+            .map_err(|e| bad(format!("tool {}: parameters are not JSON: {e}", spec.name)))?;
+        if !parameters.is_object() {
+            return Err(bad(format!(
+                "tool {}: parameters must be a JSON Schema object",
+                spec.name
+            )));
+        }
+        tools.push(ToolInfo {
+            spec: ToolSpec {
+                name: spec.name,
+                description: spec.description,
+                parameters,
+            },
+            flags: ToolFlags {
+                never_parallel: spec.flags.never_parallel,
+                read_only: spec.flags.read_only,
+                path_argument: spec.flags.path_argument,
+            },
+        });
+    }
+    Ok(tools)
+}
+
+/// Used by [`crate::tools`]: everything an invocation needs from a plugin.
+impl LoadedInner {
+    pub(crate) fn invocation(&self) -> Invocation<'_> {
+        Invocation {
+            engine: &self.host.engine,
+            shared: &self.shared,
+            tool_pre: self.tool_pre.as_ref(),
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a store holds: the WASI context, the resource table, the memory
+//! limiter and the host-import context of one plugin instance.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::kv::KvStore;
+use crate::log::PluginLog;
+use crate::manifest::{Capabilities, Limits};
+use crate::net::NetPolicy;
+
+/// Everything about a loaded plugin its instances share.
+#[derive(Debug)]
+pub(crate) struct PluginShared {
+    pub(crate) name: String,
+    /// Effective capabilities (requested ∩ granted).
+    pub(crate) caps: Capabilities,
+    /// Env names the manifest requested (to tell "denied" from "absent").
+    pub(crate) requested_env: Vec<String>,
+    pub(crate) config: BTreeMap<String, String>,
+    pub(crate) limits: Limits,
+    pub(crate) log: PluginLog,
+    /// Present when `kv` is granted.
+    pub(crate) kv: Option<KvStore>,
+    pub(crate) net: NetPolicy,
+    /// `<data_dir>/<name>`.
+    pub(crate) data_dir: PathBuf,
+}
+
+impl PluginShared {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.timeout_ms)
+    }
+
+    pub(crate) fn memory_limit_bytes(&self) -> usize {
+        usize::try_from(u64::from(self.limits.memory_mb) << 20).unwrap_or(usize::MAX)
+    }
+
+    pub(crate) fn denied(&self, capability: &str) -> String {
+        format!("{} was not granted {capability}", self.name)
+    }
+}
+
+/// The context host imports run in.
+#[derive(Debug)]
+pub(crate) struct HostCtx {
+    pub(crate) plugin: Arc<PluginShared>,
+    /// The host working directory of the call (for `exec`), when known.
+    pub(crate) cwd: Option<PathBuf>,
+    /// When the current call must end (processes started by `exec` too).
+    pub(crate) deadline: std::time::Instant,
+}
+
+/// Caps the total linear memory of a store and remembers a refusal.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    limit: usize,
+    used: usize,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            used: 0,
+            exceeded: false,
+        }
+    }
+}
+
+/// Table elements a store may hold (guards the host against table bombs).
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let growth = desired.saturating_sub(current);
+        let total = self.used.saturating_add(growth);
+        if total > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn tables(&self) -> usize {
+        64
+    }
+
+    fn memories(&self) -> usize {
+        16
+    }
+}
+
+/// The data of one store (one plugin instance).
+pub(crate) struct PluginState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) host: HostCtx,
+    /// Set by the epoch callback when the call's deadline passed.
+    pub(crate) timed_out: bool,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

@@ -1,0 +1,618 @@
+//! Running tool calls: one fresh instance per call (from the plugin's
+//! `InstancePre`), per-call deadline and memory limit, failure
+//! classification, and the kernel's `ToolDispatcher` over all tool plugins.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use talaria_kernel::{ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
+
+use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolPluginPre, ToolSpec as WitToolSpec};
+use crate::cache::error_text;
+use crate::error::{CallError, HostError};
+use crate::host::{LoadedInner, LoadedPlugin, ToolFlags};
+use crate::log::{CapturedOutput, LogLevel, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
+use crate::sandbox::Sandbox;
+use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
+
+/// Failures (traps, timeouts, memory exhaustion, invalid output) after which a
+/// plugin is disabled for the rest of the session.
+pub const DISABLE_AFTER_FAILURES: u32 = 3;
+
+/// How long past its deadline a call blocked in the host (not running wasm,
+/// so not interrupted by the epoch) may take before it is dropped.
+const HOST_WAIT_GRACE: Duration = Duration::from_millis(500);
+
+/// What a call needs from a loaded plugin.
+pub(crate) struct Invocation<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) shared: &'a Arc<PluginShared>,
+    pub(crate) tool_pre: Option<&'a ToolPluginPre<PluginState>>,
+}
+
+/// A store for one instance, with its captured output.
+struct Prepared {
+    store: Store<PluginState>,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
+}
+
+fn prepare(inv: &Invocation<'_>, sandbox: &Sandbox) -> Result<Prepared, CallError> {
+    let shared = inv.shared;
+    let stdout = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
+    let stderr = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
+    let wasi = sandbox
+        .wasi_ctx(shared, &stdout, &stderr)
+        .map_err(|message| CallError::Host {
+            plugin: shared.name.clone(),
+            message,
+        })?;
+    let state = PluginState {
+        wasi,
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter::new(shared.memory_limit_bytes()),
+        host: HostCtx {
+            plugin: shared.clone(),
+            cwd: sandbox.host_cwd.clone(),
+            deadline: Instant::now() + shared.timeout(),
+        },
+        timed_out: false,
+    };
+    let mut store = Store::new(inv.engine, state);
+    store.limiter(|state| &mut state.limiter);
+    // Every epoch tick (10 ms) the guest yields to the executor, so a
+    // cancelled or timed-out call is dropped promptly even while it spins;
+    // past the deadline it traps.
+    store.epoch_deadline_callback(|mut ctx| {
+        if Instant::now() >= ctx.data().host.deadline {
+            ctx.data_mut().timed_out = true;
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(tokio::task::yield_now()),
+            ))
+        }
+    });
+    store.set_epoch_deadline(1);
+    Ok(Prepared {
+        store,
+        stdout,
+        stderr,
+    })
+}
+
+/// How the race between a call, its deadline and cancellation ended.
+enum Raced<R> {
+    Done(wasmtime::Result<R>),
+    Cancelled,
+    HostTimeout,
+}
+
+async fn race<R>(
+    call: impl Future<Output = wasmtime::Result<R>>,
+    timeout: Duration,
+    cancel: Option<&CancellationToken>,
+) -> Raced<R> {
+    let call = tokio::time::timeout(timeout + HOST_WAIT_GRACE, call);
+    let finished = |r: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>| {
+        r.map_or(Raced::HostTimeout, Raced::Done)
+    };
+    match cancel {
+        Some(cancel) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => Raced::Cancelled,
+            r = call => finished(r),
+        },
+        None => finished(call.await),
+    }
+}
+
+/// The panic message a Rust guest printed to stderr, if any.
+fn panic_message(stderr: &str) -> Option<String> {
+    let mut lines = stderr.lines();
+    while let Some(line) = lines.next() {
+        if let Some(at) = line.find("panicked at") {
+            let location = line[at..].trim_end_matches(':');
+            let message = lines.next().unwrap_or("").trim();
+            return Some(if message.is_empty() {
+                location.to_owned()
+            } else {
+                format!("{location}: {message}")
+            });
+        }
+    }
+    None
+}
+
+/// Turns the end of a call into a result, logs what happened.
+fn classify<R>(
+    raced: Raced<R>,
+    prepared: &Prepared,
+    shared: &PluginShared,
+    tool: &str,
+) -> Result<R, CallError> {
+    let stderr_bytes = prepared.stderr.snapshot();
+    prepared.stdout.flush_into(&shared.log, LogSource::Stdout);
+    prepared.stderr.flush_into(&shared.log, LogSource::Stderr);
+    let plugin = shared.name.clone();
+    let tool = tool.to_owned();
+    let state = prepared.store.data();
+    let result = match raced {
+        Raced::Done(Ok(value)) => Ok(value),
+        Raced::Cancelled => Err(CallError::Cancelled { plugin, tool }),
+        Raced::HostTimeout => Err(CallError::Timeout {
+            plugin,
+            tool,
+            timeout_ms: shared.limits.timeout_ms,
+        }),
+        Raced::Done(Err(_)) if state.timed_out => Err(CallError::Timeout {
+            plugin,
+            tool,
+            timeout_ms: shared.limits.timeout_ms,
+        }),
+        Raced::Done(Err(_)) if state.limiter.exceeded => Err(CallError::OutOfMemory {
+            plugin,
+            tool,
+            limit_mb: shared.limits.memory_mb,
+        }),
+        Raced::Done(Err(err)) if err.downcast_ref::<PoolConcurrencyLimitError>().is_some() => {
+            Err(CallError::Host {
+                plugin,
+                message: format!("too many plugin instances at once; {tool} did not run"),
+            })
+        }
+        Raced::Done(Err(err)) => {
+            let mut message = match err.downcast_ref::<Trap>() {
+                Some(trap) => {
+                    let text = trap.to_string();
+                    text.strip_prefix("wasm trap: ").unwrap_or(&text).to_owned()
+                }
+                None => error_text(&err),
+            };
+            if let Some(panic) = panic_message(&String::from_utf8_lossy(&stderr_bytes)) {
+                message = format!("{message} ({panic})");
+            }
+            Err(CallError::Trap {
+                plugin,
+                tool,
+                message,
+            })
+        }
+    };
+    if let Err(err) = &result {
+        shared
+            .log
+            .push(LogLevel::Error, LogSource::Host, &err.to_string());
+    }
+    result
+}
+
+fn tool_error_text(err: ToolError) -> String {
+    match err {
+        ToolError::InvalidArguments(m) => format!("invalid arguments: {m}"),
+        ToolError::Denied(m) => format!("denied: {m}"),
+        ToolError::Failed(m) => m,
+    }
+}
+
+fn check_json(shared: &PluginShared, tool: &str, output: String) -> Result<String, CallError> {
+    match serde_json::from_str::<serde::de::IgnoredAny>(&output) {
+        Ok(_) => Ok(output),
+        Err(e) => {
+            let err = CallError::InvalidOutput {
+                plugin: shared.name.clone(),
+                tool: tool.to_owned(),
+                message: e.to_string(),
+            };
+            shared
+                .log
+                .push(LogLevel::Error, LogSource::Host, &err.to_string());
+            Err(err)
+        }
+    }
+}
+
+fn no_tools(shared: &PluginShared) -> CallError {
+    CallError::Host {
+        plugin: shared.name.clone(),
+        message: "the plugin does not provide tools".into(),
+    }
+}
+
+/// `list-tools` in a fresh instance.
+pub(crate) async fn invoke_list_tools(
+    plugin: &LoadedInner,
+    sandbox: &Sandbox,
+) -> Result<Vec<WitToolSpec>, CallError> {
+    let inv = plugin.invocation();
+    let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
+    let mut prepared = prepare(&inv, sandbox)?;
+    let store = &mut prepared.store;
+    let raced = race(
+        async {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            instance
+                .talaria_plugin_tool_provider()
+                .call_list_tools(&mut *store)
+                .await
+        },
+        inv.shared.timeout(),
+        None,
+    )
+    .await;
+    classify(raced, &prepared, inv.shared, "list-tools")
+}
+
+/// `call-tool` in a fresh instance.
+async fn invoke_call_tool(
+    plugin: &LoadedInner,
+    sandbox: &Sandbox,
+    tool: &str,
+    arguments: &str,
+    context: &CallContext,
+    cancel: &CancellationToken,
+) -> Result<String, CallError> {
+    let inv = plugin.invocation();
+    let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
+    let mut prepared = prepare(&inv, sandbox)?;
+    let store = &mut prepared.store;
+    let (tool_name, arguments) = (tool.to_owned(), arguments.to_owned());
+    let raced = race(
+        async {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            instance
+                .talaria_plugin_tool_provider()
+                .call_call_tool(&mut *store, &tool_name, &arguments, context)
+                .await
+        },
+        inv.shared.timeout(),
+        Some(cancel),
+    )
+    .await;
+    match classify(raced, &prepared, inv.shared, tool)? {
+        Ok(output) => check_json(inv.shared, tool, output),
+        Err(err) => Err(CallError::Tool(tool_error_text(err))),
+    }
+}
+
+/// A kept instance of a tool plugin, for callers that want to reuse one
+/// (benchmarks, long-lived plugins). Tool plugins are meant to be stateless:
+/// [`PluginTools`] uses a fresh instance per call instead. After a call fails
+/// with anything but [`CallError::Tool`], create a new instance.
+pub struct ToolInstance {
+    prepared: Prepared,
+    bindings: ToolPlugin,
+    plugin: LoadedPlugin,
+    context: CallContext,
+}
+
+impl std::fmt::Debug for ToolInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolInstance")
+            .field("plugin", &self.plugin.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedPlugin {
+    /// A new instance of this tool plugin whose calls run in `cwd` (used for
+    /// `$CWD` grants and `call-context.cwd`; `None` preopens no `$CWD`).
+    pub async fn instantiate(&self, cwd: Option<&Path>) -> Result<ToolInstance, CallError> {
+        let inner = &self.inner;
+        let inv = inner.invocation();
+        let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
+        let sandbox = Sandbox::resolve(inv.shared, cwd).map_err(|message| CallError::Host {
+            plugin: inv.shared.name.clone(),
+            message,
+        })?;
+        let mut prepared = prepare(&inv, &sandbox)?;
+        let store = &mut prepared.store;
+        let raced = race(
+            pre.instantiate_async(&mut *store),
+            inv.shared.timeout(),
+            None,
+        )
+        .await;
+        let bindings = classify(raced, &prepared, inv.shared, "instantiate")?;
+        Ok(ToolInstance {
+            prepared,
+            bindings,
+            plugin: self.clone(),
+            context: CallContext {
+                session_id: String::new(),
+                call_id: String::new(),
+                cwd: sandbox.guest_cwd,
+            },
+        })
+    }
+}
+
+impl ToolInstance {
+    /// Calls `tool` with JSON `arguments` in this instance.
+    pub async fn call(&mut self, tool: &str, arguments: &str) -> Result<String, CallError> {
+        let shared = self.plugin.inner.shared.clone();
+        let timeout = shared.timeout();
+        let store = &mut self.prepared.store;
+        store.data_mut().host.deadline = Instant::now() + timeout;
+        store.set_epoch_deadline(1);
+        let provider = self.bindings.talaria_plugin_tool_provider();
+        let context = &self.context;
+        let (tool_name, arguments) = (tool.to_owned(), arguments.to_owned());
+        let raced = race(
+            provider.call_call_tool(&mut *store, &tool_name, &arguments, context),
+            timeout,
+            None,
+        )
+        .await;
+        match classify(raced, &self.prepared, &shared, tool)? {
+            Ok(output) => check_json(&shared, tool, output),
+            Err(err) => Err(CallError::Tool(tool_error_text(err))),
+        }
+    }
+}
+
+/// One tool plugin as a dispatcher sees it.
+struct Entry {
+    plugin: LoadedPlugin,
+    /// The plugin's preopens for this dispatcher's working directory, or why
+    /// they could not be set up (then every call of the plugin fails).
+    sandbox: Result<Sandbox, String>,
+}
+
+/// The kernel's tool port over loaded tool plugins, for one working
+/// directory. Each call runs in a fresh instance; a plugin that fails
+/// [`DISABLE_AFTER_FAILURES`] times in a session is disabled for the rest of
+/// it (its tools stay listed, so the prompt prefix stays stable).
+pub struct PluginTools {
+    entries: Vec<Entry>,
+    /// Tool name → (entry, tool index).
+    by_name: HashMap<String, (usize, usize)>,
+    specs: Vec<ToolSpec>,
+    /// (entry, session id) → failures.
+    failures: Mutex<HashMap<(usize, String), u32>>,
+    cwd: PathBuf,
+}
+
+impl std::fmt::Debug for PluginTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginTools")
+            .field(
+                "plugins",
+                &self
+                    .entries
+                    .iter()
+                    .map(|e| e.plugin.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PluginTools {
+    /// A dispatcher over the tool plugins among `plugins` (others are
+    /// ignored), with calls running in `cwd` (resolved to its canonical path,
+    /// which `$CWD` grants preopen and `call-context.cwd` carries).
+    pub fn new(plugins: Vec<LoadedPlugin>, cwd: &Path) -> Result<Self, HostError> {
+        let cwd = cwd.canonicalize().map_err(|source| HostError::Io {
+            path: cwd.to_path_buf(),
+            source,
+        })?;
+        let mut entries = Vec::new();
+        let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
+        let mut specs = Vec::new();
+        for plugin in plugins {
+            if plugin.inner.tool_pre.is_none() {
+                continue;
+            }
+            let index = entries.len();
+            for (t, tool) in plugin.tools().iter().enumerate() {
+                if let Some((other, _)) = by_name.get(&tool.spec.name) {
+                    let first: &Entry = &entries[*other];
+                    return Err(HostError::DuplicateTool {
+                        tool: tool.spec.name.clone(),
+                        first: first.plugin.name().to_owned(),
+                        second: plugin.name().to_owned(),
+                    });
+                }
+                by_name.insert(tool.spec.name.clone(), (index, t));
+                specs.push(tool.spec.clone());
+            }
+            let sandbox = Sandbox::resolve(&plugin.inner.shared, Some(&cwd));
+            if let Err(message) = &sandbox {
+                plugin.log().push(LogLevel::Error, LogSource::Host, message);
+            }
+            entries.push(Entry { plugin, sandbox });
+        }
+        Ok(Self {
+            entries,
+            by_name,
+            specs,
+            failures: Mutex::new(HashMap::new()),
+            cwd,
+        })
+    }
+
+    /// The canonical working directory calls run in.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The scheduling hints of a tool.
+    pub fn flags(&self, tool: &str) -> Option<&ToolFlags> {
+        let (entry, index) = self.by_name.get(tool)?;
+        Some(&self.entries[*entry].plugin.tools()[*index].flags)
+    }
+
+    /// The plugins behind this dispatcher.
+    pub fn plugins(&self) -> impl Iterator<Item = &LoadedPlugin> {
+        self.entries.iter().map(|e| &e.plugin)
+    }
+
+    /// Whether `plugin` is disabled in `session_id`.
+    pub fn is_disabled(&self, plugin: &str, session_id: &str) -> bool {
+        self.entries
+            .iter()
+            .position(|e| e.plugin.name() == plugin)
+            .is_some_and(|index| self.failure_count(index, session_id) >= DISABLE_AFTER_FAILURES)
+    }
+
+    fn failure_count(&self, entry: usize, session_id: &str) -> u32 {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(entry, session_id.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Runs one call; `Ok` is the tool's JSON output.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        call_id: &str,
+        session_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, CallError> {
+        let Some(&(index, _)) = self.by_name.get(tool) else {
+            return Err(CallError::Tool(format!("unknown tool {tool}")));
+        };
+        let entry = &self.entries[index];
+        let plugin = entry.plugin.name().to_owned();
+        let failures = self.failure_count(index, session_id);
+        if failures >= DISABLE_AFTER_FAILURES {
+            return Err(CallError::Disabled { plugin, failures });
+        }
+        if cancel.is_cancelled() {
+            return Err(CallError::Cancelled {
+                plugin,
+                tool: tool.to_owned(),
+            });
+        }
+        let sandbox = entry.sandbox.as_ref().map_err(|message| CallError::Host {
+            plugin: plugin.clone(),
+            message: message.clone(),
+        })?;
+        let context = CallContext {
+            session_id: session_id.to_owned(),
+            call_id: call_id.to_owned(),
+            cwd: sandbox.guest_cwd.clone(),
+        };
+        let result = invoke_call_tool(
+            &entry.plugin.inner,
+            sandbox,
+            tool,
+            arguments,
+            &context,
+            cancel,
+        )
+        .await;
+        if let Err(err) = &result
+            && err.is_plugin_failure()
+        {
+            let count = {
+                let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+                let count = map.entry((index, session_id.to_owned())).or_insert(0);
+                *count += 1;
+                *count
+            };
+            if count == DISABLE_AFTER_FAILURES {
+                entry.plugin.log().push(
+                    LogLevel::Error,
+                    LogSource::Host,
+                    &format!(
+                        "plugin {plugin} is disabled for session {session_id} after {count} failures"
+                    ),
+                );
+            }
+        }
+        result
+    }
+
+    async fn run_one(
+        &self,
+        call: &ValidatedCall,
+        context: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
+        let arguments = call.arguments.to_string();
+        match self
+            .call(
+                &call.call.name,
+                &arguments,
+                &call.call.id,
+                &context.session_id,
+                cancel,
+            )
+            .await
+        {
+            Ok(output) => ToolResult::ok(&call.call, output),
+            Err(err) => ToolResult::error(&call.call, err.to_string()),
+        }
+    }
+
+    fn parallel_safe(&self, call: &ValidatedCall) -> bool {
+        self.flags(&call.call.name)
+            .is_some_and(|f| f.read_only && !f.never_parallel)
+    }
+}
+
+#[async_trait]
+impl ToolDispatcher for PluginTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    async fn execute(
+        &self,
+        calls: &[ValidatedCall],
+        context: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < calls.len() {
+            // A run of read-only calls goes in parallel; anything else alone.
+            let mut end = i + 1;
+            if self.parallel_safe(&calls[i]) {
+                while end < calls.len() && self.parallel_safe(&calls[end]) {
+                    end += 1;
+                }
+            }
+            if end - i == 1 {
+                results.push(self.run_one(&calls[i], context, cancel).await);
+            } else {
+                let batch = calls[i..end]
+                    .iter()
+                    .map(|call| self.run_one(call, context, cancel));
+                results.extend(futures_util::future::join_all(batch).await);
+            }
+            i = end;
+        }
+        results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_panic_messages() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(
+            panic_message(stderr).as_deref(),
+            Some("panicked at src/lib.rs:12:5: boom")
+        );
+        assert_eq!(panic_message("nothing"), None);
+    }
+}

@@ -1,0 +1,245 @@
+//! Loading: the compile cache, the API version check, grants, and the tool list.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use talaria_kernel::ToolDispatcher;
+use talaria_plugin_host::{Grants, LoadError, PluginHost, PluginKind, PluginTools};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn second_load_deserialises_without_compiling() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let first = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(!first.from_cache());
+    assert_eq!(host.cache_stats().compiled, 1);
+    assert_eq!(host.cache_stats().cache_hits, 0);
+
+    let cached: Vec<_> = std::fs::read_dir(root.path().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    let name = &cached[0];
+    assert!(name.ends_with(".cwasm"), "{name}");
+    let (digest, engine) = name.trim_end_matches(".cwasm").split_once('-').unwrap();
+    assert_eq!(digest.len(), 64, "{name}");
+    assert_eq!(engine.len(), 16, "{name}");
+
+    let second = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(second.from_cache());
+    assert_eq!(host.cache_stats().compiled, 1, "the second load compiled");
+    assert_eq!(host.cache_stats().cache_hits, 1);
+
+    // Another host (another process, in effect) over the same cache compiles nothing.
+    let other = PluginHost::new(talaria_plugin_host::HostOptions::new(
+        root.path().join("cache"),
+        root.path().join("data2"),
+    ))
+    .unwrap();
+    let third = other.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(third.from_cache());
+    assert_eq!(other.cache_stats().compiled, 0);
+
+    // And the cached component works.
+    let tools = PluginTools::new(vec![third], root.path()).unwrap();
+    let out = call(&tools, "s", "noop", serde_json::json!({})).await;
+    assert_eq!(
+        out,
+        Outcome {
+            content: "{}".into(),
+            is_error: false
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_damaged_cache_entry_is_recompiled() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    let entry = std::fs::read_dir(root.path().join("cache"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&entry, b"not a compiled component").unwrap();
+    let again = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(!again.from_cache());
+    assert_eq!(host.cache_stats().compiled, 2);
+    let third = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(third.from_cache());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_are_listed_with_parsed_schemas() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let noop = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert_eq!(noop.name(), "noop");
+    assert_eq!(noop.kinds(), &[PluginKind::Tools]);
+    assert_eq!(noop.api_version(), &talaria_plugin_host::HOST_API);
+    let tools = PluginTools::new(vec![noop], root.path()).unwrap();
+    let specs = tools.specs();
+    assert_eq!(specs.len(), 1);
+    assert_eq!(specs[0].name, "noop");
+    assert!(specs[0].parameters.is_object());
+    assert!(tools.flags("noop").unwrap().read_only);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicate_tool_names_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let a = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    let b = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    let err = PluginTools::new(vec![a, b], root.path()).unwrap_err();
+    assert!(
+        err.to_string().contains("tool noop is provided by both"),
+        "{err}"
+    );
+}
+
+/// Replaces every occurrence of `from` by `to` (same length) in the bytes.
+fn patch_bytes(bytes: &mut [u8], from: &str, to: &str) -> usize {
+    assert_eq!(from.len(), to.len());
+    let (from, to) = (from.as_bytes(), to.as_bytes());
+    let mut count = 0;
+    let mut i = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            count += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    count
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_manifest_for_another_api_line_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    for api in ["0.2.0", "1.0.0"] {
+        let dir = variant(&noop_dir(), &root.path().join(api), |m| {
+            m.replace("api = \"0.1.0\"", &format!("api = \"{api}\""))
+        });
+        let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+        assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("talaria:plugin@{api}"))
+                && text.contains("talaria:plugin@0.1.0"),
+            "{text}"
+        );
+    }
+    // Same line, newer patch: fine.
+    let dir = variant(&noop_dir(), &root.path().join("patch"), |m| {
+        m.replace("api = \"0.1.0\"", "api = \"0.1.9\"")
+    });
+    host.load(&dir, &Grants::none()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_exporting_another_api_line_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let dir = variant(&noop_dir(), &root.path().join("v2"), |m| m);
+    let wasm_path = dir.join("plugin.wasm");
+    let mut wasm = std::fs::read(&wasm_path).unwrap();
+    let patched = patch_bytes(
+        &mut wasm,
+        "talaria:plugin/tool-provider@0.1.0",
+        "talaria:plugin/tool-provider@0.2.0",
+    );
+    assert!(patched > 0);
+    std::fs::write(&wasm_path, &wasm).unwrap();
+    let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+    assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("talaria:plugin/tool-provider@0.2.0")
+            && text.contains("talaria:plugin@0.1.0"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_manifest_promising_other_kinds_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let dir = variant(&noop_dir(), &root.path().join("kinds"), |m| {
+        m.replace(
+            "provides = [\"tools\"]",
+            "provides = [\"tools\", \"memory\"]",
+        )
+    });
+    let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not export talaria:plugin/memory-provider"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_files_and_grants_are_load_errors() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let err = host
+        .load(&root.path().join("nowhere"), &Grants::none())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("plugin.toml"), "{err}");
+
+    let dir = variant(&noop_dir(), &root.path().join("nowasm"), |m| m);
+    std::fs::remove_file(dir.join("plugin.wasm")).unwrap();
+    let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+    assert!(err.to_string().contains("plugin.wasm"), "{err}");
+
+    let dir = variant(&noop_dir(), &root.path().join("garbage"), |m| m);
+    std::fs::write(dir.join("plugin.wasm"), b"\0asm garbage").unwrap();
+    let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+    assert!(matches!(err, LoadError::Compile { .. }), "{err:?}");
+
+    let dir = variant(&noop_dir(), &root.path().join("absent-grant"), |m| {
+        with_capability(m, "filesystem = [{ path = \"/definitely/not/here\" }]")
+    });
+    let manifest = talaria_plugin_host::Manifest::load(&dir.join("plugin.toml")).unwrap();
+    let err = host
+        .load(&dir, &Grants::all_requested(&manifest))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("filesystem grant /definitely/not/here"),
+        "{err}"
+    );
+    // Not granted: not checked, not preopened.
+    host.load(&dir, &Grants::none()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plugin_data_is_created_on_demand() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let dir = variant(&noop_dir(), &root.path().join("data"), |m| {
+        with_capability(
+            m,
+            "filesystem = [{ path = \"$PLUGIN_DATA/state\", access = \"read-write\" }]",
+        )
+    });
+    let manifest = talaria_plugin_host::Manifest::load(&dir.join("plugin.toml")).unwrap();
+    let plugin = host
+        .load(&dir, &Grants::all_requested(&manifest))
+        .await
+        .unwrap();
+    assert!(Path::new(&root.path().join("data/noop/state")).is_dir());
+    assert_eq!(plugin.capabilities().filesystem.len(), 1);
+}
