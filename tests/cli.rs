@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::*;
@@ -338,9 +339,12 @@ fn mistakes_of_the_model_reach_it_as_tool_results() {
         .flat_map(|m| m.tool_results)
         .collect();
     assert!(
-        results[0]
-            .content
-            .contains("Unknown tool 'no_such_tool'. Available tools: todo")
+        results[0].content.contains(
+            "Unknown tool 'no_such_tool'. Available tools: patch, read_file, search_files, \
+             todo, write_file."
+        ),
+        "{}",
+        results[0].content
     );
     assert!(
         results[1]
@@ -579,5 +583,249 @@ fn first_start_in_a_terminal_offers_setup_then_chats() {
         requests[1].header("authorization"),
         None,
         "no key was given"
+    );
+}
+
+#[test]
+fn file_tools_read_patch_and_write_in_the_working_directory() {
+    let home = Home::new();
+    let work = home.workdir();
+    std::fs::write(work.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("read_file", r#"{"path":"notes.txt"}"#),
+        Step::tool_calls([
+            ToolCall::new(
+                "patch",
+                r#"{"mode":"replace","path":"notes.txt","old_string":"beta","new_string":"gamma"}"#,
+            ),
+            ToolCall::new(
+                "write_file",
+                r#"{"path":"out/new.txt","content":"hello\n"}"#,
+            ),
+        ]),
+        Step::text("Edited."),
+    ]))
+    .unwrap();
+    let mut command = query(&home, "edit my notes", &openai_args(&server));
+    command.current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output), "Edited.\n");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("notes.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("out/new.txt")).unwrap(),
+        "hello\n"
+    );
+    let requests = server.requests();
+    assert_tool_calls_paired(&requests);
+    assert_prefix_stable(&requests);
+    let tools = requests[0].tools_raw();
+    for name in ["read_file", "write_file", "patch", "search_files", "todo"] {
+        assert!(
+            tools.contains(&format!("\"{name}\"")),
+            "{name} offered: {tools}"
+        );
+    }
+    let read: Vec<_> = requests[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert!(
+        read[0].content.contains("alpha") && read[0].content.contains("beta"),
+        "{}",
+        read[0].content
+    );
+    let edits: Vec<_> = requests[2]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert!(edits.iter().skip(1).all(|r| !r.is_error), "{edits:?}");
+}
+
+#[test]
+fn file_tools_cannot_reach_outside_the_working_directory() {
+    let home = Home::new();
+    let work = home.workdir();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([
+            ToolCall::new("read_file", r#"{"path":"/etc/passwd"}"#),
+            ToolCall::new("read_file", r#"{"path":"../../../../etc/passwd"}"#),
+            ToolCall::new(
+                "write_file",
+                r#"{"path":"/tmp/talaria-escape.txt","content":"x"}"#,
+            ),
+        ]),
+        Step::text("Could not."),
+    ]))
+    .unwrap();
+    let mut command = query(&home, "read the password file", &anthropic_args(&server));
+    command.current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    let requests = server.requests();
+    let results: Vec<_> = requests[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert_eq!(results.len(), 3);
+    for result in &results {
+        assert!(
+            !result.content.contains("root:"),
+            "leaked: {}",
+            result.content
+        );
+        assert!(result.is_error, "{result:?}");
+        assert!(
+            result.content.contains("not permitted"),
+            "{}",
+            result.content
+        );
+    }
+    assert!(!Path::new("/tmp/talaria-escape.txt").exists());
+}
+
+#[test]
+fn plugins_list_shows_sources_requests_and_grants() {
+    let home = Home::new();
+    let output = run(home.talaria(&["plugins", "list"]));
+    assert_code(&output, 0);
+    let out = stdout(&output);
+    assert!(out.contains("fs 0.1.0 [tools] (distribution)"), "{out}");
+    assert!(
+        out.contains("requests:  filesystem:$CWD:read-write"),
+        "{out}"
+    );
+    assert!(
+        out.contains("granted:   filesystem:$CWD:read-write"),
+        "{out}"
+    );
+
+    let output = run(home.talaria(&["plugins", "info", "fs"]));
+    assert_code(&output, 0);
+    let out = stdout(&output);
+    assert!(out.contains("status:    loads"), "{out}");
+    for tool in ["read_file", "write_file", "patch", "search_files"] {
+        assert!(out.contains(&format!("tool {tool}")), "{out}");
+    }
+    let output = run(home.talaria(&["plugins", "info", "nope"]));
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("no plugin named 'nope' (installed: fs)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn revoked_and_narrowed_grants_apply_to_the_next_run() {
+    let home = Home::new();
+    let work = home.workdir();
+    std::fs::write(work.path().join("a.txt"), "inside\n").unwrap();
+    let grant = |args: &[&str]| {
+        let output = run(home.talaria(args));
+        assert_code(&output, 0);
+        stdout(&output)
+    };
+    let out = grant(&["plugins", "grant", "fs", "filesystem:$CWD:read-only"]);
+    assert!(
+        out.contains("fs is granted: filesystem:$CWD:read-only"),
+        "{out}"
+    );
+    let rejected = run(home.talaria(&["plugins", "grant", "fs", "exec"]));
+    assert_code(&rejected, 2);
+    assert!(
+        stderr(&rejected).contains("does not request exec"),
+        "{}",
+        stderr(&rejected)
+    );
+
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([
+            ToolCall::new("read_file", r#"{"path":"a.txt"}"#),
+            ToolCall::new("write_file", r#"{"path":"a.txt","content":"changed"}"#),
+        ]),
+        Step::text("read-only"),
+        Step::tool_call("read_file", r#"{"path":"a.txt"}"#),
+        Step::text("revoked"),
+    ]))
+    .unwrap();
+    let mut command = query(&home, "try", &anthropic_args(&server));
+    command.current_dir(work.path());
+    assert_code(&run(command), 0);
+    let results: Vec<_> = server.requests()[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert!(
+        !results[0].is_error && results[0].content.contains("inside"),
+        "{results:?}"
+    );
+    assert!(results[1].is_error, "writing needs read-write: {results:?}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("a.txt")).unwrap(),
+        "inside\n"
+    );
+
+    grant(&["plugins", "revoke", "fs", "all"]);
+    let mut command = query(&home, "try again", &anthropic_args(&server));
+    command.current_dir(work.path());
+    assert_code(&run(command), 0);
+    let requests = server.requests();
+    assert!(
+        requests[2].tools_raw().contains("\"read_file\""),
+        "a revoked plugin's tools stay listed"
+    );
+    let results: Vec<_> = requests[3]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert!(
+        results[0].is_error && !results[0].content.contains("inside"),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn project_plugins_load_only_from_trusted_directories() {
+    let home = Home::new();
+    let work = home.workdir();
+    let package = work.path().join(".talaria/plugins/noop");
+    std::fs::create_dir_all(&package).unwrap();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/test/noop");
+    for file in ["plugin.toml", "plugin.wasm"] {
+        std::fs::copy(built.join(file), package.join(file)).unwrap();
+    }
+    let server =
+        ScriptedServer::spawn(Script::new([Step::text("one"), Step::text("two")])).unwrap();
+    let mut command = query(&home, "hi", &openai_args(&server));
+    command.current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    assert!(
+        stderr(&output).contains("is not trusted"),
+        "{}",
+        stderr(&output)
+    );
+
+    let mut trust = home.talaria(&["plugins", "trust"]);
+    trust.current_dir(work.path());
+    assert_code(&run(trust), 0);
+    let mut command = query(&home, "hi", &openai_args(&server));
+    command.current_dir(work.path());
+    assert_code(&run(command), 0);
+    let requests = server.requests();
+    assert!(!requests[0].tools_raw().contains("\"noop\""));
+    assert!(
+        requests[1].tools_raw().contains("\"noop\""),
+        "{}",
+        requests[1].tools_raw()
     );
 }

@@ -1,6 +1,7 @@
 //! Assembles one agent: frozen prompt, model routes, tools and store, around the
 //! kernel loop. Every surface builds its agent here and only renders events.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +15,10 @@ use talaria_providers::ProviderConfig;
 
 use crate::config::NetworkConfig;
 use crate::home::ProfileHome;
+use crate::plugins::load_tools;
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
-use crate::tools::{NativeTools, builtin};
+use crate::tools::{CompositeTools, NativeTools, builtin};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,14 +67,17 @@ pub struct Agent {
     agent_loop: AgentLoop,
     conversation: Conversation,
     store: Arc<MemorySessionStore>,
+    notices: Vec<String>,
 }
 
 impl Agent {
-    /// Builds the agent and freezes the session's prompt.
-    pub fn build(
+    /// Builds the agent for a session in `cwd` and freezes the session's prompt.
+    /// Plugins that cannot be loaded are left out and listed in [`Agent::notices`].
+    pub async fn build(
         settings: &Settings,
         home: &ProfileHome,
         surface: Surface,
+        cwd: &Path,
     ) -> Result<Self, BuildError> {
         let network = &settings.config.network;
         let routes = std::iter::once(&settings.primary)
@@ -84,7 +89,16 @@ impl Agent {
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
-        let tools = Arc::new(NativeTools::new(builtin()));
+        let (plugin_tools, mut notices) = load_tools(home, cwd).await;
+        let mut parts: Vec<Arc<dyn ToolDispatcher>> = vec![Arc::new(NativeTools::new(builtin()))];
+        if let Some(plugin_tools) = plugin_tools {
+            parts.push(Arc::new(plugin_tools));
+        }
+        let (tools, shadowed) = CompositeTools::new(parts);
+        notices.extend(shadowed.into_iter().map(|name| {
+            format!("plugin tool '{name}' is shadowed by the built-in tool of that name")
+        }));
+        let tools = Arc::new(tools);
         let store = Arc::new(MemorySessionStore::default());
         let persona = std::fs::read_to_string(home.soul_file())
             .ok()
@@ -106,6 +120,7 @@ impl Agent {
             agent_loop,
             conversation: Conversation::new(new_session_id(), prompt),
             store,
+            notices,
         })
     }
 
@@ -129,6 +144,12 @@ impl Agent {
     /// The session's conversation.
     pub fn conversation(&self) -> &Conversation {
         &self.conversation
+    }
+
+    /// What the user should know about the agent's assembly (plugin overrides,
+    /// plugins left out and why).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 
     /// The session store.

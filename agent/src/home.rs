@@ -44,6 +44,21 @@ impl ProfileHome {
         self.root.join(".env")
     }
 
+    /// Plugins installed in this profile.
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
+    }
+
+    /// Compiled plugin components (written and read only by the plugin host).
+    pub fn plugin_cache_dir(&self) -> PathBuf {
+        self.root.join("cache").join("plugins")
+    }
+
+    /// Per-plugin data (`$PLUGIN_DATA`, key-value stores).
+    pub fn plugin_data_dir(&self) -> PathBuf {
+        self.root.join("plugin-data")
+    }
+
     /// `SOUL.md`, the persona.
     pub fn soul_file(&self) -> PathBuf {
         self.root.join("SOUL.md")

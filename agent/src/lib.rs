@@ -5,7 +5,9 @@
 pub mod agent;
 pub mod config;
 pub mod env;
+pub mod grants;
 pub mod home;
+pub mod plugins;
 pub mod settings;
 pub mod store;
 pub mod tools;

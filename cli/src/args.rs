@@ -21,6 +21,41 @@ pub enum Command {
     Chat(RunArgs),
     /// Configure the model endpoint: provider, base URL, model and key (checked with one request).
     Setup(SetupArgs),
+    /// List plugins, show one, grant or revoke capabilities, trust a project's plugins.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+/// `talaria plugins …`.
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// Every plugin found, with its source, requested and granted capabilities.
+    List,
+    /// One plugin in full, including its tools (loads it).
+    Info {
+        /// Plugin name.
+        name: String,
+    },
+    /// Grant a capability the plugin requests: filesystem:PATH[:read-only|read-write],
+    /// network:HOST:PORT, env:NAME, exec, kv, session-search, or all.
+    Grant {
+        /// Plugin name.
+        name: String,
+        /// Capability.
+        capability: String,
+    },
+    /// Revoke a capability (same forms as grant).
+    Revoke {
+        /// Plugin name.
+        name: String,
+        /// Capability.
+        capability: String,
+    },
+    /// Trust a project directory's .talaria/plugins (default: the working directory).
+    Trust {
+        /// The project directory.
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// Options of a conversation run.

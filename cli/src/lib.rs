@@ -3,6 +3,7 @@
 
 mod args;
 mod exit;
+mod plugins;
 mod render;
 mod run;
 mod setup;
@@ -49,6 +50,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(args::Command::Setup(setup_args)) => setup::run_wizard(&setup_args, &home).await,
             Some(args::Command::Chat(run_args)) => run::run(run_args, home).await,
+            Some(args::Command::Plugins(command)) => plugins::run(command, &home).await,
             None => run::run(cli.run, home).await,
         }
     });

@@ -90,10 +90,17 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     } else {
         Surface::Terminal
     };
-    let mut agent = match Agent::build(&settings, &home, surface) {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
+    };
+    let mut agent = match Agent::build(&settings, &home, surface, &cwd).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
     };
+    for notice in agent.notices() {
+        eprintln!("note: {notice}");
+    }
     if let Some(prompt) = &args.query {
         return one_shot(&mut agent, prompt, &args, &settings, &home).await;
     }

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
@@ -17,11 +18,60 @@ pub struct Home {
     pub dir: TempDir,
 }
 
+/// Builds the plugin components from the repo's sources, once per test binary
+/// (a no-op when nothing changed). The binary finds them as a development
+/// build's distribution plugins (`target/plugins/dist`).
+pub fn build_plugins() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-plugins");
+        let output = Command::new(&script)
+            .output()
+            .expect("scripts/build-plugins runs");
+        assert!(
+            output.status.success(),
+            "building the plugins failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    });
+}
+
+/// A compile cache holding the plugins' compiled components, made once per
+/// test binary by `talaria plugins info fs`, so each test's fresh profile home
+/// starts warm instead of recompiling.
+fn warm_cache() -> &'static Path {
+    static WARM: OnceLock<std::path::PathBuf> = OnceLock::new();
+    WARM.get_or_init(|| {
+        build_plugins();
+        let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-warm-home");
+        let output = Command::new(env!("CARGO_BIN_EXE_talaria"))
+            .args(["plugins", "info", "fs"])
+            .env_clear()
+            .env("TALARIA_HOME", &home)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        home.join("cache").join("plugins")
+    })
+}
+
 impl Home {
     pub fn new() -> Self {
+        let warm = warm_cache();
         let home = Self {
             dir: tempfile::tempdir().unwrap(),
         };
+        let cache = home.path().join("cache").join("plugins");
+        std::fs::create_dir_all(&cache).unwrap();
+        for entry in std::fs::read_dir(warm).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), cache.join(entry.file_name())).unwrap();
+        }
         home.write_config("retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n");
         home
     }
@@ -37,6 +87,11 @@ impl Home {
 
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path().join(name)).unwrap_or_default()
+    }
+
+    /// A fresh working directory for a run.
+    pub fn workdir(&self) -> TempDir {
+        tempfile::tempdir().unwrap()
     }
 
     /// `talaria` with a clean environment: only this home and the given flags.

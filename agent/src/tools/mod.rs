@@ -1,6 +1,7 @@
 //! Agent-level tools that run natively in the host (they need the agent's own
 //! state, not a sandbox). Plugin tools arrive through the plugin platform.
 
+mod composite;
 mod todo;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use talaria_kernel::{
     CancellationToken, ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall,
 };
 
+pub use composite::CompositeTools;
 pub use todo::TodoTool;
 
 /// A tool implemented in the host.
@@ -64,10 +66,7 @@ impl ToolDispatcher for NativeTools {
             };
             results.push(match outcome {
                 Ok(value) => ToolResult::ok(&valid.call, value.to_string()),
-                Err(message) => ToolResult::error(
-                    &valid.call,
-                    serde_json::json!({ "error": message }).to_string(),
-                ),
+                Err(message) => ToolResult::error(&valid.call, message),
             });
         }
         results

@@ -1,0 +1,277 @@
+//! Finds plugin packages: the distribution's package dirs, then the profile's
+//! `plugins/`, then the working directory's `.talaria/plugins` when the user
+//! trusts that directory. A later package overrides an earlier one of the same
+//! name, and every override is reported.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use talaria_plugin_host::Manifest;
+
+use crate::home::ProfileHome;
+
+/// Where a package was found; decides its default trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginSource {
+    /// Shipped with Talaria: granted what its manifest requests unless revoked.
+    Distribution,
+    /// Installed in the profile: granted only what the user granted.
+    User,
+    /// From a trusted project directory: granted only what the user granted.
+    Project,
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PluginSource::Distribution => "distribution",
+            PluginSource::User => "user",
+            PluginSource::Project => "project",
+        })
+    }
+}
+
+/// One package that will be loaded.
+#[derive(Debug, Clone)]
+pub struct FoundPlugin {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// The package directory.
+    pub dir: PathBuf,
+    /// Where it was found.
+    pub source: PluginSource,
+}
+
+/// The result of discovery: the winners by name, and what to tell the user.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Packages to load, in discovery order.
+    pub plugins: Vec<FoundPlugin>,
+    /// Overrides, skipped packages and untrusted project dirs, one line each.
+    pub notices: Vec<String>,
+}
+
+/// The distribution's package directories, next to the executable: `plugins/`
+/// of an unpacked distribution, `share/talaria/plugins` of an installed one, and
+/// the build output of a development checkout (`target/plugins/dist`).
+pub fn distribution_dirs() -> Vec<PathBuf> {
+    let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    vec![
+        exe_dir.join("plugins"),
+        exe_dir.join("../share/talaria/plugins"),
+        exe_dir.join("../plugins/dist"),
+    ]
+}
+
+/// The directories searched, in order, with their source.
+pub fn search_path(
+    home: &ProfileHome,
+    cwd: &Path,
+    trust: &TrustStore,
+) -> (Vec<(PathBuf, PluginSource)>, Vec<String>) {
+    let mut dirs: Vec<(PathBuf, PluginSource)> = distribution_dirs()
+        .into_iter()
+        .map(|dir| (dir, PluginSource::Distribution))
+        .collect();
+    dirs.push((home.plugins_dir(), PluginSource::User));
+    let mut notices = Vec::new();
+    let project = cwd.join(".talaria").join("plugins");
+    if project.is_dir() {
+        if trust.is_trusted(cwd) {
+            dirs.push((project, PluginSource::Project));
+        } else {
+            notices.push(format!(
+                "ignoring the plugins in {}: the directory is not trusted (run `talaria plugins trust` there to allow them)",
+                project.display()
+            ));
+        }
+    }
+    (dirs, notices)
+}
+
+/// Finds every package on the search path.
+pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery {
+    let (dirs, notices) = search_path(home, cwd, trust);
+    let mut discovery = Discovery {
+        plugins: Vec::new(),
+        notices,
+    };
+    for (dir, source) in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut packages: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.join("plugin.toml").is_file())
+            .collect();
+        packages.sort();
+        for package in packages {
+            let manifest = match Manifest::load(&package.join("plugin.toml")) {
+                Ok(manifest) => manifest,
+                Err(error) => {
+                    discovery.notices.push(format!("skipping plugin: {error}"));
+                    continue;
+                }
+            };
+            let found = FoundPlugin {
+                manifest,
+                dir: package,
+                source,
+            };
+            match discovery
+                .plugins
+                .iter_mut()
+                .find(|p| p.manifest.name == found.manifest.name)
+            {
+                Some(earlier) => {
+                    discovery.notices.push(format!(
+                        "plugin {} from {} ({}) overrides the one from {} ({})",
+                        found.manifest.name,
+                        found.dir.display(),
+                        found.source,
+                        earlier.dir.display(),
+                        earlier.source
+                    ));
+                    *earlier = found;
+                }
+                None => discovery.plugins.push(found),
+            }
+        }
+    }
+    discovery
+}
+
+/// Project directories whose `.talaria/plugins` the user trusts, one canonical
+/// path per line in `$TALARIA_HOME/trusted-dirs`.
+#[derive(Debug, Default, Clone)]
+pub struct TrustStore {
+    path: PathBuf,
+    dirs: Vec<PathBuf>,
+}
+
+impl TrustStore {
+    /// Reads the store; a missing file trusts nothing.
+    pub fn load(home: &ProfileHome) -> Self {
+        let path = home.root().join("trusted-dirs");
+        let dirs = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(PathBuf::from)
+            .collect();
+        Self { path, dirs }
+    }
+
+    /// Whether `dir` (canonicalised) is trusted.
+    pub fn is_trusted(&self, dir: &Path) -> bool {
+        dir.canonicalize().is_ok_and(|dir| self.dirs.contains(&dir))
+    }
+
+    /// Trusts `dir` from now on and saves the store.
+    pub fn trust(&mut self, dir: &Path) -> std::io::Result<PathBuf> {
+        let dir = dir.canonicalize()?;
+        if !self.dirs.contains(&dir) {
+            self.dirs.push(dir.clone());
+            let text: String = self
+                .dirs
+                .iter()
+                .map(|d| format!("{}\n", d.display()))
+                .collect();
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let temp = self.path.with_extension("tmp");
+            std::fs::write(&temp, text)?;
+            std::fs::rename(&temp, &self.path)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// Discovers, grants and loads every tool plugin for a session in `cwd`.
+/// Nothing here stops the agent from starting: a plugin that fails to load is
+/// left out and reported in the returned notices.
+pub async fn load_tools(
+    home: &ProfileHome,
+    cwd: &Path,
+) -> (Option<talaria_plugin_host::PluginTools>, Vec<String>) {
+    use talaria_plugin_host::{Grants, HostOptions, PluginHost, PluginKind, PluginTools};
+
+    let discovery = discover(home, cwd, &TrustStore::load(home));
+    let mut notices = discovery.notices;
+    let wanted: Vec<&FoundPlugin> = discovery
+        .plugins
+        .iter()
+        .filter(|p| p.manifest.provides(PluginKind::Tools))
+        .collect();
+    if wanted.is_empty() {
+        return (None, notices);
+    }
+    // A grant file we cannot read must not widen anything: grant nothing then.
+    let store = crate::grants::GrantStore::load(home)
+        .map_err(|error| {
+            notices.push(format!(
+                "{error}; plugins get no capabilities until it is fixed"
+            ))
+        })
+        .ok();
+    let host = match PluginHost::new(HostOptions::new(
+        home.plugin_cache_dir(),
+        home.plugin_data_dir(),
+    )) {
+        Ok(host) => host,
+        Err(error) => {
+            notices.push(format!("plugins are unavailable: {error}"));
+            return (None, notices);
+        }
+    };
+    let mut loaded = Vec::new();
+    for found in wanted {
+        let grants = store.as_ref().map_or_else(Grants::none, |store| {
+            store.grants_for(&found.manifest, found.source)
+        });
+        let plugin = match host.load(&found.dir, &grants).await {
+            Ok(plugin) => plugin,
+            Err(error) => {
+                notices.push(format!(
+                    "plugin {} not loaded: {error}",
+                    found.manifest.name
+                ));
+                continue;
+            }
+        };
+        // One owner per tool name: the plugin found first keeps it.
+        let clash = plugin.tools().iter().find_map(|tool| {
+            loaded
+                .iter()
+                .find_map(|earlier: &talaria_plugin_host::LoadedPlugin| {
+                    earlier
+                        .tools()
+                        .iter()
+                        .any(|t| t.spec.name == tool.spec.name)
+                        .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
+                })
+        });
+        match clash {
+            Some((tool, owner)) => notices.push(format!(
+                "plugin {} not loaded: its tool '{tool}' is already provided by plugin {owner}",
+                plugin.name()
+            )),
+            None => loaded.push(plugin),
+        }
+    }
+    match PluginTools::new(loaded, cwd) {
+        Ok(tools) => (Some(tools), notices),
+        Err(error) => {
+            notices.push(format!("plugin tools are unavailable: {error}"));
+            (None, notices)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! `talaria plugins …`: what is installed, what it may do, and the user's
+//! decisions about it.
+
+use std::path::{Path, PathBuf};
+
+use talaria_agent::ProfileHome;
+use talaria_agent::grants::{GrantStore, describe};
+use talaria_agent::plugins::{FoundPlugin, TrustStore, discover};
+use talaria_plugin_host::{Grants, HostOptions, PluginHost};
+
+use crate::args::PluginsCommand;
+use crate::exit::Status;
+
+fn fail(message: &str) -> Status {
+    eprintln!("error: {message}");
+    Status::Usage
+}
+
+fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Status> {
+    let discovery = discover(home, cwd, &TrustStore::load(home));
+    let names: Vec<String> = discovery
+        .plugins
+        .iter()
+        .map(|p| p.manifest.name.clone())
+        .collect();
+    discovery
+        .plugins
+        .into_iter()
+        .find(|p| p.manifest.name == name)
+        .ok_or_else(|| {
+            let known = if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            };
+            fail(&format!("no plugin named '{name}' (installed: {known})"))
+        })
+}
+
+fn list_or_none(items: Vec<String>) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn change(
+    mut store: GrantStore,
+    home: &ProfileHome,
+    cwd: &Path,
+    name: &str,
+    capability: &str,
+    allow: bool,
+) -> Status {
+    let plugin = match found(home, cwd, name) {
+        Ok(plugin) => plugin,
+        Err(status) => return status,
+    };
+    match store.change(&plugin.manifest, plugin.source, capability, allow) {
+        Ok(grants) => {
+            println!("{name} is granted: {}", list_or_none(describe(&grants)));
+            println!("(applies from the next session)");
+            Status::Answered
+        }
+        Err(error) => fail(&error.to_string()),
+    }
+}
+
+/// Runs a `plugins` subcommand.
+pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(error) => return fail(&format!("cannot read the working directory: {error}")),
+    };
+    let store = match GrantStore::load(home) {
+        Ok(store) => store,
+        Err(error) => return fail(&error.to_string()),
+    };
+    match command {
+        PluginsCommand::List => {
+            let discovery = discover(home, &cwd, &TrustStore::load(home));
+            for notice in &discovery.notices {
+                eprintln!("note: {notice}");
+            }
+            if discovery.plugins.is_empty() {
+                println!(
+                    "No plugins installed. Install them under {}.",
+                    home.plugins_dir().display()
+                );
+            }
+            for plugin in &discovery.plugins {
+                let m = &plugin.manifest;
+                let kinds: Vec<&str> = m.provides.iter().map(|k| k.as_str()).collect();
+                let granted = store.grants_for(m, plugin.source);
+                println!(
+                    "{} {} [{}] ({})",
+                    m.name,
+                    m.version,
+                    kinds.join(", "),
+                    plugin.source
+                );
+                println!("    dir:       {}", plugin.dir.display());
+                println!(
+                    "    requests:  {}",
+                    list_or_none(describe(&Grants::all_requested(m)))
+                );
+                println!("    granted:   {}", list_or_none(describe(&granted)));
+            }
+            Status::Answered
+        }
+        PluginsCommand::Info { name } => {
+            let plugin = match found(home, &cwd, &name) {
+                Ok(plugin) => plugin,
+                Err(status) => return status,
+            };
+            let m = &plugin.manifest;
+            let grants = store.grants_for(m, plugin.source);
+            println!("{} {} — {}", m.name, m.version, m.description);
+            println!("source:    {} ({})", plugin.source, plugin.dir.display());
+            println!("api:       talaria:plugin@{}", m.api);
+            println!(
+                "requests:  {}",
+                list_or_none(describe(&Grants::all_requested(m)))
+            );
+            println!("granted:   {}", list_or_none(describe(&grants)));
+            println!(
+                "limits:    {} MiB memory, {} ms per call",
+                m.limits.memory_mb, m.limits.timeout_ms
+            );
+            let host = match PluginHost::new(HostOptions::new(
+                home.plugin_cache_dir(),
+                home.plugin_data_dir(),
+            )) {
+                Ok(host) => host,
+                Err(error) => return fail(&error.to_string()),
+            };
+            match host.load(&plugin.dir, &grants).await {
+                Ok(loaded) => {
+                    println!(
+                        "status:    loads{}",
+                        if loaded.from_cache() {
+                            " (compiled, cached)"
+                        } else {
+                            ""
+                        }
+                    );
+                    for tool in loaded.tools() {
+                        let summary = tool.spec.description.lines().next().unwrap_or_default();
+                        println!("  tool {:<16} {summary}", tool.spec.name);
+                    }
+                    Status::Answered
+                }
+                Err(error) => {
+                    println!("status:    does not load: {error}");
+                    Status::Failed
+                }
+            }
+        }
+        PluginsCommand::Grant { name, capability } => {
+            change(store, home, &cwd, &name, &capability, true)
+        }
+        PluginsCommand::Revoke { name, capability } => {
+            change(store, home, &cwd, &name, &capability, false)
+        }
+        PluginsCommand::Trust { dir } => {
+            let dir: PathBuf = dir.unwrap_or(cwd);
+            let mut trust = TrustStore::load(home);
+            match trust.trust(&dir) {
+                Ok(dir) => {
+                    println!(
+                        "Trusted {}: plugins in {} will load.",
+                        dir.display(),
+                        dir.join(".talaria/plugins").display()
+                    );
+                    Status::Answered
+                }
+                Err(error) => fail(&format!("cannot trust {}: {error}", dir.display())),
+            }
+        }
+    }
+}
