@@ -829,3 +829,73 @@ fn project_plugins_load_only_from_trusted_directories() {
         requests[1].tools_raw()
     );
 }
+
+#[test]
+fn a_new_plugin_builds_installs_and_serves_the_model() {
+    let home = Home::new();
+    let projects = home.workdir();
+    // Cargo and rustup live in the real home; share the plugins' build cache.
+    let toolchain_env = |command: &mut std::process::Command| {
+        let real_home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+        for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            let value = std::env::var_os(var).unwrap_or_else(|| real_home.join(default).into());
+            command.env(var, value);
+        }
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins");
+        command.env("CARGO_TARGET_DIR", shared);
+    };
+    let mut new = home.talaria(&["plugin", "new", "demo-tool"]);
+    new.current_dir(projects.path());
+    let output = run(new);
+    assert_code(&output, 0);
+    let project = projects.path().join("demo-tool");
+    for file in [
+        "Cargo.toml",
+        "plugin.toml",
+        "src/lib.rs",
+        "rust-toolchain.toml",
+    ] {
+        assert!(project.join(file).is_file(), "{file} scaffolded");
+    }
+    let again = run({
+        let mut c = home.talaria(&["plugin", "new", "demo-tool"]);
+        c.current_dir(projects.path());
+        c
+    });
+    assert_code(&again, 2);
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+
+    let mut build = home.talaria(&["plugin", "build", "demo-tool"]);
+    build.current_dir(projects.path());
+    toolchain_env(&mut build);
+    let output = run(build);
+    assert_code(&output, 0);
+    let package = project.join("dist/demo-tool");
+    assert!(package.join("plugin.wasm").is_file() && package.join("plugin.toml").is_file());
+
+    let installed = home.path().join("plugins/demo-tool");
+    std::fs::create_dir_all(&installed).unwrap();
+    for file in ["plugin.toml", "plugin.wasm"] {
+        std::fs::copy(package.join(file), installed.join(file)).unwrap();
+    }
+    let list = stdout(&run(home.talaria(&["plugins", "list"])));
+    assert!(list.contains("demo-tool 0.1.0 [tools] (user)"), "{list}");
+
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("hello", r#"{"name":"Ada"}"#),
+        Step::text("greeted"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "greet Ada", &openai_args(&server)));
+    assert_code(&output, 0);
+    let results: Vec<_> = server.requests()[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert_eq!(results[0].content, r#"{"greeting":"Hello, Ada!"}"#);
+}

@@ -24,6 +24,27 @@ pub enum Command {
     /// List plugins, show one, grant or revoke capabilities, trust a project's plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Write plugins: start a project, build it into a package.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+/// `talaria plugin …`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Create a buildable tool plugin project (manifest, Cargo.toml, an example tool).
+    New {
+        /// Plugin name (lowercase letters, digits and '-').
+        name: String,
+        /// Directory to create (default: ./NAME).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
+    /// Build a plugin project into DIR/dist/NAME, ready to drop into a plugin directory.
+    Build {
+        /// The project directory (default: the working directory).
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// `talaria plugins …`.

@@ -3,6 +3,7 @@
 
 mod args;
 mod exit;
+mod plugin_dev;
 mod plugins;
 mod render;
 mod run;
@@ -51,6 +52,12 @@ pub fn main() -> ExitCode {
             Some(args::Command::Setup(setup_args)) => setup::run_wizard(&setup_args, &home).await,
             Some(args::Command::Chat(run_args)) => run::run(run_args, home).await,
             Some(args::Command::Plugins(command)) => plugins::run(command, &home).await,
+            Some(args::Command::Plugin(args::PluginCommand::New { name, dir })) => {
+                plugin_dev::new(&name, dir)
+            }
+            Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
+                plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
+            }
             None => run::run(cli.run, home).await,
         }
     });
