@@ -30,6 +30,12 @@ impl From<Status> for ExitCode {
     }
 }
 
+/// Reports a usage or configuration error on stderr.
+pub fn usage_error(message: &str) -> Status {
+    eprintln!("error: {message}");
+    Status::Usage
+}
+
 /// A one-paragraph explanation of a failed run, with what to do about it.
 pub fn explain(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> String {
     let LoopError::Model {

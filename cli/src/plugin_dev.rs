@@ -6,16 +6,11 @@ use std::process::Command;
 
 use talaria_plugin_host::{HOST_API, Manifest};
 
-use crate::exit::Status;
+use crate::exit::{Status, usage_error};
 
 /// The toolchain the SDK needs, with the wasm32-wasip2 target: the same file
 /// Talaria itself is built with.
 const TOOLCHAIN_FILE: &str = include_str!("../../rust-toolchain.toml");
-
-fn fail(message: &str) -> Status {
-    eprintln!("error: {message}");
-    Status::Usage
-}
 
 /// Where the SDK comes from: this checkout's `sdk/rust` when it exists (a
 /// development build), else the published crate.
@@ -37,13 +32,13 @@ fn valid_name(name: &str) -> bool {
 /// Creates a buildable plugin project in `dir` (default `./NAME`).
 pub fn new(name: &str, dir: Option<PathBuf>) -> Status {
     if !valid_name(name) {
-        return fail(&format!(
+        return usage_error(&format!(
             "'{name}' is not a valid plugin name: use lowercase letters, digits and '-', starting with a letter"
         ));
     }
     let dir = dir.unwrap_or_else(|| PathBuf::from(name));
     if dir.exists() && std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_some()) {
-        return fail(&format!(
+        return usage_error(&format!(
             "{} already exists and is not empty",
             dir.display()
         ));
@@ -62,7 +57,7 @@ pub fn new(name: &str, dir: Option<PathBuf>) -> Status {
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| std::fs::write(&path, text));
         if let Err(error) = written {
-            return fail(&format!("cannot write {}: {error}", path.display()));
+            return usage_error(&format!("cannot write {}: {error}", path.display()));
         }
     }
     println!("Created plugin {name} in {}.", dir.display());
@@ -161,13 +156,13 @@ pub fn build(dir: &Path) -> Status {
     // Cargo runs inside the project, so every path must be absolute.
     let dir = match dir.canonicalize() {
         Ok(dir) => dir,
-        Err(error) => return fail(&format!("cannot open {}: {error}", dir.display())),
+        Err(error) => return usage_error(&format!("cannot open {}: {error}", dir.display())),
     };
     let dir = dir.as_path();
     let manifest_path = dir.join("plugin.toml");
     let manifest = match Manifest::load(&manifest_path) {
         Ok(manifest) => manifest,
-        Err(error) => return fail(&error.to_string()),
+        Err(error) => return usage_error(&error.to_string()),
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let cargo_toml = dir.join("Cargo.toml");
@@ -185,28 +180,28 @@ pub fn build(dir: &Path) -> Status {
     match status {
         Ok(status) if status.success() => {}
         Ok(_) => return Status::Failed,
-        Err(error) => return fail(&format!("cannot run cargo: {error}")),
+        Err(error) => return usage_error(&format!("cannot run cargo: {error}")),
     }
     let wasm = match built_wasm(&cargo, &cargo_toml, dir) {
         Ok(wasm) => wasm,
-        Err(message) => return fail(&message),
+        Err(message) => return usage_error(&message),
     };
     match std::fs::read(&wasm) {
         Ok(bytes) if bytes.starts_with(b"\0asm\x0d\x00\x01\x00") => {}
         Ok(_) => {
-            return fail(&format!(
+            return usage_error(&format!(
                 "{} is not a WebAssembly component",
                 wasm.display()
             ));
         }
-        Err(error) => return fail(&format!("cannot read {}: {error}", wasm.display())),
+        Err(error) => return usage_error(&format!("cannot read {}: {error}", wasm.display())),
     }
     let package = dir.join("dist").join(&manifest.name);
     let copied = std::fs::create_dir_all(&package)
         .and_then(|()| std::fs::copy(&manifest_path, package.join("plugin.toml")))
         .and_then(|_| std::fs::copy(&wasm, package.join(&manifest.wasm)));
     if let Err(error) = copied {
-        return fail(&format!("cannot write {}: {error}", package.display()));
+        return usage_error(&format!("cannot write {}: {error}", package.display()));
     }
     println!(
         "Built {} {} into {}",

@@ -9,12 +9,7 @@ use talaria_agent::plugins::{FoundPlugin, TrustStore, discover};
 use talaria_plugin_host::{Grants, HostOptions, PluginHost};
 
 use crate::args::PluginsCommand;
-use crate::exit::Status;
-
-fn fail(message: &str) -> Status {
-    eprintln!("error: {message}");
-    Status::Usage
-}
+use crate::exit::{Status, usage_error};
 
 fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Status> {
     let discovery = discover(home, cwd, &TrustStore::load(home));
@@ -28,12 +23,8 @@ fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Stat
         .into_iter()
         .find(|p| p.manifest.name == name)
         .ok_or_else(|| {
-            let known = if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            };
-            fail(&format!("no plugin named '{name}' (installed: {known})"))
+            let known = list_or_none(names);
+            usage_error(&format!("no plugin named '{name}' (installed: {known})"))
         })
 }
 
@@ -63,7 +54,7 @@ fn change(
             println!("(applies from the next session)");
             Status::Answered
         }
-        Err(error) => fail(&error.to_string()),
+        Err(error) => usage_error(&error.to_string()),
     }
 }
 
@@ -71,11 +62,11 @@ fn change(
 pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
-        Err(error) => return fail(&format!("cannot read the working directory: {error}")),
+        Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
     };
     let store = match GrantStore::load(home) {
         Ok(store) => store,
-        Err(error) => return fail(&error.to_string()),
+        Err(error) => return usage_error(&error.to_string()),
     };
     match command {
         PluginsCommand::List => {
@@ -133,7 +124,7 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 home.plugin_data_dir(),
             )) {
                 Ok(host) => host,
-                Err(error) => return fail(&error.to_string()),
+                Err(error) => return usage_error(&error.to_string()),
             };
             match host.load(&plugin.dir, &grants).await {
                 Ok(loaded) => {
@@ -175,7 +166,7 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                     );
                     Status::Answered
                 }
-                Err(error) => fail(&format!("cannot trust {}: {error}", dir.display())),
+                Err(error) => usage_error(&format!("cannot trust {}: {error}", dir.display())),
             }
         }
     }

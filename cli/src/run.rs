@@ -9,7 +9,7 @@ use talaria_agent::{
 use talaria_kernel::{CancellationToken, Exit};
 
 use crate::args::{ModelArgs, RunArgs};
-use crate::exit::{Status, explain};
+use crate::exit::{Status, explain, usage_error};
 use crate::render::Renderer;
 use crate::setup;
 
@@ -60,11 +60,6 @@ async fn settings(args: &RunArgs, home: &ProfileHome) -> Result<Settings, Status
             Err(usage_error(&format!("{message}{hint}")))
         }
     }
-}
-
-fn usage_error(message: &str) -> Status {
-    eprintln!("error: {message}");
-    Status::Usage
 }
 
 /// Cancels `token` on Ctrl-C; a second Ctrl-C ends the process at once.

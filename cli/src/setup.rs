@@ -11,7 +11,7 @@ use talaria_kernel::{CacheBreakpoints, Message, ModelRequest, NullSink, ToolChoi
 use talaria_providers::ProviderKind;
 
 use crate::args::SetupArgs;
-use crate::exit::Status;
+use crate::exit::{Status, usage_error};
 use crate::run::load_profile;
 
 const KEY_VAR: &str = "TALARIA_API_KEY";
@@ -61,17 +61,12 @@ fn ask_secret(question: &str) -> Option<String> {
     }
 }
 
-fn fail(message: &str) -> Status {
-    eprintln!("error: {message}");
-    Status::Usage
-}
-
 /// Runs the wizard.
 pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
     let (env, mut config) = match load_profile(home) {
         Ok(loaded) => loaded,
         Err(error) => {
-            return fail(&format!(
+            return usage_error(&format!(
                 "{error}\nFix or remove the file, then run setup again."
             ));
         }
@@ -85,12 +80,12 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         )
     }) {
         Some(text) => text,
-        None => return fail("setup needs a provider"),
+        None => return usage_error("setup needs a provider"),
     };
     let provider: ProviderKind = match provider_text.parse() {
         Ok(provider) => provider,
         Err(_) => {
-            return fail(&format!(
+            return usage_error(&format!(
                 "unknown provider '{provider_text}': expected openai or anthropic"
             ));
         }
@@ -105,10 +100,10 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         .clone()
         .or_else(|| ask("Base URL", Some(&url_default)))
     else {
-        return fail("setup needs a base URL");
+        return usage_error("setup needs a base URL");
     };
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return fail(&format!(
+        return usage_error(&format!(
             "base URL '{base_url}' must start with http:// or https://"
         ));
     }
@@ -119,7 +114,7 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         .or_else(|| ask("Model", current.name.as_deref()))
         .filter(|m| !m.is_empty())
     else {
-        return fail("setup needs a model name");
+        return usage_error("setup needs a model name");
     };
     let existing_key = env.get(KEY_VAR);
     let prompt = if existing_key.is_some() {
@@ -165,7 +160,7 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         config.model.api_key = None;
     }
     if let Err(error) = save(home, &config, (!typed.is_empty()).then_some(typed.as_str())) {
-        return fail(&error);
+        return usage_error(&error);
     }
     eprintln!(
         "Saved {}{}. Try: talaria -q \"hello\"",
