@@ -30,6 +30,17 @@ async fn run(
         .await
 }
 
+/// A streaming call on a one-message conversation.
+async fn stream_hi(server: &MockServer) -> Result<ModelResponse, ModelError> {
+    run(
+        server,
+        true,
+        &Conversation::simple("hi"),
+        &Recorder::default(),
+    )
+    .await
+}
+
 /// Two calls whose deltas interleave by index, then usage and [DONE].
 const INTERLEAVED_TOOL_CALLS: &str = r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":null}],"usage":null}
 
@@ -195,14 +206,7 @@ async fn whole_response_is_parsed_and_echoed_to_the_sink() {
 async fn json_reply_to_a_stream_request_is_accepted() {
     let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"plain"},"finish_reason":"stop"}]}"#;
     let server = MockServer::start(vec![Reply::json(200, body)]).await;
-    let response = run(
-        &server,
-        true,
-        &Conversation::simple("hi"),
-        &Recorder::default(),
-    )
-    .await
-    .unwrap();
+    let response = stream_hi(&server).await.unwrap();
     assert_eq!(response.message.content, "plain");
 }
 
@@ -263,14 +267,7 @@ async fn in_stream_error_chunk_is_classified() {
         "data: {\"error\":{\"message\":\"Rate limit exceeded upstream\",\"code\":429}}\n\n",
     );
     let server = MockServer::start(vec![Reply::sse(body, 16)]).await;
-    let err = run(
-        &server,
-        true,
-        &Conversation::simple("hi"),
-        &Recorder::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = stream_hi(&server).await.unwrap_err();
     assert_eq!(
         err,
         ModelError::RateLimited {
@@ -284,14 +281,7 @@ async fn in_stream_error_chunk_is_classified() {
 async fn malformed_json_in_stream_is_malformed() {
     let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\": [oops\n\n";
     let server = MockServer::start(vec![Reply::sse(body, 5)]).await;
-    let err = run(
-        &server,
-        true,
-        &Conversation::simple("hi"),
-        &Recorder::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = stream_hi(&server).await.unwrap_err();
     assert!(
         matches!(&err, ModelError::Malformed { message } if message.contains("invalid JSON")),
         "{err:?}"
@@ -334,28 +324,14 @@ async fn clean_end_without_done_needs_a_finish_reason() {
     let unfinished = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n";
     let finished = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"length\"}]}\n\n";
     let server = MockServer::start(vec![Reply::sse(unfinished, 8), Reply::sse(finished, 8)]).await;
-    let err = run(
-        &server,
-        true,
-        &Conversation::simple("hi"),
-        &Recorder::default(),
-    )
-    .await
-    .unwrap_err();
+    let err = stream_hi(&server).await.unwrap_err();
     assert_eq!(
         err,
         ModelError::Malformed {
             message: "stream ended before completion".into()
         }
     );
-    let response = run(
-        &server,
-        true,
-        &Conversation::simple("hi"),
-        &Recorder::default(),
-    )
-    .await
-    .unwrap();
+    let response = stream_hi(&server).await.unwrap();
     assert_eq!(response.finish, FinishReason::Length);
     assert_eq!(response.message.content, "a");
 }
