@@ -269,17 +269,8 @@ fn strip_position(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
 
     use super::*;
-
-    fn env(pairs: &[(&str, &str)]) -> EnvLayer {
-        let map = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        EnvLayer::fixed(map, HashMap::new())
-    }
 
     fn parse(text: &str, env: &EnvLayer) -> Result<ConfigFile, ConfigError> {
         ConfigFile::parse(text, Path::new("/h/config.yaml"), env)
@@ -290,7 +281,7 @@ mod tests {
         let text = "model:\n  provider: anthropic\n  default: claude-x\n  api_key: ${KEY}\n\
                     fallback:\n  - name: backup\n    base_url: ${URL:-http://localhost:8080/v1}\n\
                     budget:\n  max_iterations: 12\n";
-        let config = parse(text, &env(&[("KEY", "sk-1")])).unwrap();
+        let config = parse(text, &EnvLayer::from_pairs(&[("KEY", "sk-1")])).unwrap();
         assert_eq!(config.model.provider.as_deref(), Some("anthropic"));
         assert_eq!(config.model.name.as_deref(), Some("claude-x"));
         assert_eq!(config.model.api_key.as_deref(), Some("sk-1"));
@@ -304,7 +295,11 @@ mod tests {
 
     #[test]
     fn unknown_keys_name_file_line_and_column() {
-        let error = parse("model:\n  name: x\n  api_kye: y\n", &env(&[])).unwrap_err();
+        let error = parse(
+            "model:\n  name: x\n  api_kye: y\n",
+            &EnvLayer::from_pairs(&[]),
+        )
+        .unwrap_err();
         let text = error.to_string();
         assert!(text.starts_with("/h/config.yaml:3:3: "), "{text}");
         assert!(text.contains("unknown field `api_kye`"), "{text}");
@@ -312,7 +307,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_the_position() {
-        let error = parse("model:\n  name: [unclosed\n", &env(&[])).unwrap_err();
+        let error = parse("model:\n  name: [unclosed\n", &EnvLayer::from_pairs(&[])).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -324,7 +319,11 @@ mod tests {
 
     #[test]
     fn unset_variables_are_located() {
-        let error = parse("model:\n  name: m\n  api_key: \"${MISSING}\"\n", &env(&[])).unwrap_err();
+        let error = parse(
+            "model:\n  name: m\n  api_key: \"${MISSING}\"\n",
+            &EnvLayer::from_pairs(&[]),
+        )
+        .unwrap_err();
         let text = error.to_string();
         assert!(
             text.starts_with("/h/config.yaml:3:13: environment variable MISSING is not set"),
@@ -334,7 +333,7 @@ mod tests {
 
     #[test]
     fn expansion_handles_literals_and_defaults() {
-        let e = env(&[("A", "x")]);
+        let e = EnvLayer::from_pairs(&[("A", "x")]);
         assert_eq!(
             expand("a$$b ${A}-${B:-d} $notvar", &e).unwrap(),
             "a$b x-d $notvar"
@@ -352,7 +351,7 @@ mod tests {
             !yaml.contains("budget") && !yaml.contains("null"),
             "defaults stay out: {yaml}"
         );
-        let back = parse(&yaml, &env(&[("TALARIA_API_KEY", "k")])).unwrap();
+        let back = parse(&yaml, &EnvLayer::from_pairs(&[("TALARIA_API_KEY", "k")])).unwrap();
         assert_eq!(back.model.name.as_deref(), Some("m"));
         assert_eq!(back.model.api_key.as_deref(), Some("k"));
     }

@@ -50,6 +50,16 @@ impl EnvLayer {
         }
     }
 
+    /// A fixed layer from `(name, value)` pairs, with an empty `.env` (for tests).
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        let process = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Self::fixed(process, HashMap::new())
+    }
+
     /// The value of `name`, ignoring empty values.
     pub fn get(&self, name: &str) -> Option<String> {
         let from_process = match &self.process {

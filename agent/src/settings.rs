@@ -242,21 +242,12 @@ fn fallback(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::path::Path;
 
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> EnvLayer {
-        let map = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        EnvLayer::fixed(map, HashMap::new())
-    }
-
     fn config(text: &str) -> ConfigFile {
-        ConfigFile::parse(text, Path::new("config.yaml"), &env(&[])).unwrap()
+        ConfigFile::parse(text, Path::new("config.yaml"), &EnvLayer::from_pairs(&[])).unwrap()
     }
 
     fn home() -> ProfileHome {
@@ -267,12 +258,17 @@ mod tests {
     fn flags_beat_env_beat_config() {
         let file =
             config("model:\n  provider: anthropic\n  name: from-file\n  base_url: http://file\n");
-        let from_file =
-            Settings::resolve(&Overrides::default(), &env(&[]), file.clone(), &home()).unwrap();
+        let from_file = Settings::resolve(
+            &Overrides::default(),
+            &EnvLayer::from_pairs(&[]),
+            file.clone(),
+            &home(),
+        )
+        .unwrap();
         assert_eq!(from_file.primary.model, "from-file");
         assert_eq!(from_file.primary.provider, ProviderKind::Anthropic);
 
-        let e = env(&[
+        let e = EnvLayer::from_pairs(&[
             ("TALARIA_MODEL", "from-env"),
             ("ANTHROPIC_BASE_URL", "http://env"),
         ]);
@@ -293,7 +289,7 @@ mod tests {
 
     #[test]
     fn talaria_key_wins_over_the_conventional_one() {
-        let e = env(&[
+        let e = EnvLayer::from_pairs(&[
             ("TALARIA_API_KEY", "t"),
             ("OPENAI_API_KEY", "o"),
             ("TALARIA_MODEL", "m"),
@@ -308,7 +304,7 @@ mod tests {
     fn missing_settings_are_all_named_at_once() {
         let error = Settings::resolve(
             &Overrides::default(),
-            &env(&[]),
+            &EnvLayer::from_pairs(&[]),
             ConfigFile::default(),
             &home(),
         )
@@ -328,13 +324,19 @@ mod tests {
             model: Some("llama".into()),
             ..Overrides::default()
         };
-        let s = Settings::resolve(&flags, &env(&[]), ConfigFile::default(), &home()).unwrap();
+        let s = Settings::resolve(
+            &flags,
+            &EnvLayer::from_pairs(&[]),
+            ConfigFile::default(),
+            &home(),
+        )
+        .unwrap();
         assert_eq!(s.primary.api_key, None);
     }
 
     #[test]
     fn unknown_providers_say_where_they_came_from() {
-        let e = env(&[("TALARIA_PROVIDER", "gemini")]);
+        let e = EnvLayer::from_pairs(&[("TALARIA_PROVIDER", "gemini")]);
         let error = Settings::resolve(&Overrides::default(), &e, ConfigFile::default(), &home())
             .unwrap_err();
         assert_eq!(
@@ -349,7 +351,13 @@ mod tests {
             "model:\n  name: big\n  base_url: http://local/v1\n  api_key: k\n\
              fallback:\n  - name: small\n  - provider: anthropic\n    name: claude\n    api_key: a\n",
         );
-        let s = Settings::resolve(&Overrides::default(), &env(&[]), file, &home()).unwrap();
+        let s = Settings::resolve(
+            &Overrides::default(),
+            &EnvLayer::from_pairs(&[]),
+            file,
+            &home(),
+        )
+        .unwrap();
         assert_eq!(s.fallbacks[0].base_url, "http://local/v1");
         assert_eq!(s.fallbacks[0].api_key.as_deref(), Some("k"));
         assert_eq!(s.fallbacks[1].base_url, "https://api.anthropic.com");
@@ -358,7 +366,7 @@ mod tests {
 
     #[test]
     fn debug_output_never_shows_the_key() {
-        let e = env(&[("TALARIA_API_KEY", "sk-secret"), ("TALARIA_MODEL", "m")]);
+        let e = EnvLayer::from_pairs(&[("TALARIA_API_KEY", "sk-secret"), ("TALARIA_MODEL", "m")]);
         let s =
             Settings::resolve(&Overrides::default(), &e, ConfigFile::default(), &home()).unwrap();
         assert!(!format!("{s:?}").contains("sk-secret"));

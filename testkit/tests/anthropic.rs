@@ -6,19 +6,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{RawResponse, anthropic_body, exchange, post, post_with, request_bytes};
+use common::{RawResponse, anthropic_body, exchange, post, post_with, request_bytes, server};
 use serde_json::{Value, json};
 use talaria_testkit::{
     LineEnding, Script, ScriptedServer, ServerOptions, Step, StepKind, ToolCall,
 };
 
 const PATH: &str = "/v1/messages";
-
-async fn server(steps: impl IntoIterator<Item = Step>) -> ScriptedServer {
-    ScriptedServer::start(Script::new(steps), ServerOptions::default())
-        .await
-        .unwrap()
-}
 
 async fn stream_of(step: Step) -> RawResponse {
     let s = server([step]).await;

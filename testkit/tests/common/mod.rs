@@ -72,6 +72,18 @@ impl RawResponse {
 }
 
 /// POSTs `body` as JSON and reads the response until the server closes (at most 10 s).
+/// A server on a free port playing `steps` with default options.
+pub async fn server(
+    steps: impl IntoIterator<Item = talaria_testkit::Step>,
+) -> talaria_testkit::ScriptedServer {
+    talaria_testkit::ScriptedServer::start(
+        talaria_testkit::Script::new(steps),
+        talaria_testkit::ServerOptions::default(),
+    )
+    .await
+    .unwrap()
+}
+
 pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> RawResponse {
     post_with(addr, path, body, Duration::from_secs(10)).await
 }
