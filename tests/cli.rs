@@ -899,3 +899,75 @@ fn a_new_plugin_builds_installs_and_serves_the_model() {
         .collect();
     assert_eq!(results[0].content, r#"{"greeting":"Hello, Ada!"}"#);
 }
+
+#[test]
+fn hooks_plugins_veto_rewrite_transform_and_add_turn_context() {
+    let home = Home::new();
+    let package = home.path().join("plugins/probe");
+    std::fs::create_dir_all(&package).unwrap();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/test/hooks-probe");
+    std::fs::copy(built.join("plugin.wasm"), package.join("plugin.wasm")).unwrap();
+    let manifest = std::fs::read_to_string(built.join("plugin.toml"))
+        .unwrap()
+        .replace("context = \"\"", "context = \"the codeword is zebra\"");
+    std::fs::write(package.join("plugin.toml"), manifest).unwrap();
+
+    let info = run(home.talaria(&["plugins", "info", "hooks-probe"]));
+    assert_code(&info, 0);
+    assert!(stdout(&info).contains("hook pre-tool"), "{}", stdout(&info));
+
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([
+            ToolCall::new("probe_echo", r#"{"text":"rewrite-me"}"#),
+            ToolCall::new("write_file", r#"{"path":"forbidden.txt","content":"x"}"#),
+        ]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let mut command = query(&home, "hi", &openai_args(&server));
+    command.current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert!(!request.system_prompt_raw().contains("zebra"));
+        let user = request
+            .messages()
+            .into_iter()
+            .find(|m| m.role == Role::User);
+        assert_eq!(
+            user.unwrap().text,
+            "hi\n\n[probe] the codeword is zebra",
+            "context joins the user turn, once"
+        );
+    }
+    let results: Vec<_> = requests[1]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .collect();
+    assert_eq!(
+        results[0].content,
+        r#"{"echo":"rewritten by probe"} [probe]"#
+    );
+    assert_eq!(
+        results[1].content,
+        "Blocked: probe: forbidden content (vetoed by plugin hooks-probe) [probe]"
+    );
+    assert!(
+        !work.path().join("forbidden.txt").exists(),
+        "the vetoed write never ran"
+    );
+
+    let log = home.read("logs/plugins.log");
+    for event in ["session-start", "post-llm", "session-end"] {
+        assert!(
+            log.contains(&format!("hooks-probe [plugin] probe {event} session=")),
+            "{event} missing from the plugin log:\n{log}"
+        );
+    }
+    assert!(log.contains("surface=cli model="), "{log}");
+}

@@ -15,7 +15,7 @@ use talaria_providers::ProviderConfig;
 
 use crate::config::NetworkConfig;
 use crate::home::ProfileHome;
-use crate::plugins::load_tools;
+use crate::plugins::load_plugins;
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
 use crate::tools::{CompositeTools, NativeTools, builtin};
@@ -30,6 +30,13 @@ pub enum Surface {
 }
 
 impl Surface {
+    /// The surface's name as plugins see it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Surface::Terminal | Surface::OneShot => "cli",
+        }
+    }
+
     fn hints(self) -> &'static str {
         match self {
             Surface::Terminal => {
@@ -89,9 +96,10 @@ impl Agent {
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
-        let (plugin_tools, mut notices) = load_tools(home, cwd).await;
+        let plugins = load_plugins(home, cwd, surface.name()).await;
+        let mut notices = plugins.notices;
         let mut parts: Vec<Arc<dyn ToolDispatcher>> = vec![Arc::new(NativeTools::new(builtin()))];
-        if let Some(plugin_tools) = plugin_tools {
+        if let Some(plugin_tools) = plugins.tools {
             parts.push(Arc::new(plugin_tools));
         }
         let (tools, shadowed) = CompositeTools::new(parts);
@@ -113,7 +121,10 @@ impl Agent {
             )
             .tools(tools.specs())
             .build();
-        let ports = Ports::new(tools, store.clone(), Arc::new(SystemClock::new()));
+        let mut ports = Ports::new(tools, store.clone(), Arc::new(SystemClock::new()));
+        if let Some(hooks) = plugins.hooks {
+            ports.hooks = Arc::new(hooks);
+        }
         let agent_loop = AgentLoop::new(routes, ports, settings.budget(), settings.loop_config())
             .map_err(|e| BuildError(e.to_string()))?;
         Ok(Self {
@@ -134,6 +145,12 @@ impl Agent {
         self.agent_loop
             .run_turn(&mut self.conversation, input, events, cancel)
             .await
+    }
+
+    /// Ends the session (runs the plugins' `session-end` hooks). Call once,
+    /// when the conversation is over.
+    pub async fn end_session(&mut self) {
+        self.agent_loop.end_session(&self.conversation).await;
     }
 
     /// The loop's cross-turn state (usage, retries, active fallback).

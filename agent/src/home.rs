@@ -59,6 +59,11 @@ impl ProfileHome {
         self.root.join("plugin-data")
     }
 
+    /// Plugin log lines (info and above), appended by every process.
+    pub fn plugin_log_file(&self) -> PathBuf {
+        self.root.join("logs").join("plugins.log")
+    }
+
     /// `SOUL.md`, the persona.
     pub fn soul_file(&self) -> PathBuf {
         self.root.join("SOUL.md")

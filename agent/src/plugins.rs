@@ -195,24 +195,40 @@ impl TrustStore {
     }
 }
 
-/// Discovers, grants and loads every tool plugin for a session in `cwd`.
-/// Nothing here stops the agent from starting: a plugin that fails to load is
-/// left out and reported in the returned notices.
-pub async fn load_tools(
-    home: &ProfileHome,
-    cwd: &Path,
-) -> (Option<talaria_plugin_host::PluginTools>, Vec<String>) {
-    use talaria_plugin_host::{Grants, HostOptions, PluginHost, PluginKind, PluginTools};
+/// The plugins of a session, by the port they serve.
+#[derive(Debug, Default)]
+pub struct SessionPlugins {
+    /// The tool plugins' dispatcher, when any loaded.
+    pub tools: Option<talaria_plugin_host::PluginTools>,
+    /// The hooks plugins, when any loaded.
+    pub hooks: Option<talaria_plugin_host::PluginHooks>,
+    /// What the user should know: overrides, plugins left out and why.
+    pub notices: Vec<String>,
+}
+
+/// Discovers, grants and loads every tool and hooks plugin for a session in
+/// `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
+/// that fails to load is left out and reported in the notices.
+pub async fn load_plugins(home: &ProfileHome, cwd: &Path, surface: &str) -> SessionPlugins {
+    use talaria_plugin_host::{
+        Grants, HostOptions, LoadedPlugin, PluginHooks, PluginHost, PluginKind, PluginTools,
+    };
 
     let discovery = discover(home, cwd, &TrustStore::load(home));
-    let mut notices = discovery.notices;
+    let mut session = SessionPlugins {
+        notices: discovery.notices,
+        ..SessionPlugins::default()
+    };
+    let notices = &mut session.notices;
     let wanted: Vec<&FoundPlugin> = discovery
         .plugins
         .iter()
-        .filter(|p| p.manifest.provides(PluginKind::Tools))
+        .filter(|p| {
+            p.manifest.provides(PluginKind::Tools) || p.manifest.provides(PluginKind::Hooks)
+        })
         .collect();
     if wanted.is_empty() {
-        return (None, notices);
+        return session;
     }
     // A grant file we cannot read must not widen anything: grant nothing then.
     let store = crate::grants::GrantStore::load(home)
@@ -222,17 +238,16 @@ pub async fn load_tools(
             ))
         })
         .ok();
-    let host = match PluginHost::new(HostOptions::new(
-        home.plugin_cache_dir(),
-        home.plugin_data_dir(),
-    )) {
+    let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+        .with_log_file(home.plugin_log_file());
+    let host = match PluginHost::new(options) {
         Ok(host) => host,
         Err(error) => {
             notices.push(format!("plugins are unavailable: {error}"));
-            return (None, notices);
+            return session;
         }
     };
-    let mut loaded = Vec::new();
+    let mut loaded: Vec<LoadedPlugin> = Vec::new();
     for found in wanted {
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
             store.grants_for(&found.manifest, found.source)
@@ -249,15 +264,13 @@ pub async fn load_tools(
         };
         // One owner per tool name: the plugin found first keeps it.
         let clash = plugin.tools().iter().find_map(|tool| {
-            loaded
-                .iter()
-                .find_map(|earlier: &talaria_plugin_host::LoadedPlugin| {
-                    earlier
-                        .tools()
-                        .iter()
-                        .any(|t| t.spec.name == tool.spec.name)
-                        .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
-                })
+            loaded.iter().find_map(|earlier| {
+                earlier
+                    .tools()
+                    .iter()
+                    .any(|t| t.spec.name == tool.spec.name)
+                    .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
+            })
         });
         match clash {
             Some((tool, owner)) => notices.push(format!(
@@ -267,11 +280,17 @@ pub async fn load_tools(
             None => loaded.push(plugin),
         }
     }
-    match PluginTools::new(loaded, cwd) {
-        Ok(tools) => (Some(tools), notices),
-        Err(error) => {
-            notices.push(format!("plugin tools are unavailable: {error}"));
-            (None, notices)
+    if loaded.iter().any(|p| !p.hook_subscriptions().is_empty()) {
+        match PluginHooks::new(loaded.clone(), cwd, surface) {
+            Ok(hooks) => session.hooks = Some(hooks),
+            Err(error) => notices.push(format!("plugin hooks are unavailable: {error}")),
         }
     }
+    if loaded.iter().any(|p| !p.tools().is_empty()) {
+        match PluginTools::new(loaded, cwd) {
+            Ok(tools) => session.tools = Some(tools),
+            Err(error) => notices.push(format!("plugin tools are unavailable: {error}")),
+        }
+    }
+    session
 }

@@ -140,6 +140,13 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                         let summary = tool.spec.description.lines().next().unwrap_or_default();
                         println!("  tool {:<16} {summary}", tool.spec.name);
                     }
+                    for hook in loaded.hook_subscriptions() {
+                        println!(
+                            "  hook {:<16} priority {}",
+                            hook.event.as_str(),
+                            hook.priority
+                        );
+                    }
                     Status::Answered
                 }
                 Err(error) => {

@@ -96,10 +96,9 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     for notice in agent.notices() {
         eprintln!("note: {notice}");
     }
-    if let Some(prompt) = &args.query {
-        return one_shot(&mut agent, prompt, &args, &settings, &home).await;
-    }
-    if !std::io::stdin().is_terminal() {
+    let status = if let Some(prompt) = &args.query {
+        one_shot(&mut agent, prompt, &args, &settings, &home).await
+    } else if !std::io::stdin().is_terminal() {
         let mut prompt = String::new();
         if let Err(error) = std::io::stdin().read_to_string(&mut prompt) {
             return usage_error(&format!("cannot read the prompt from stdin: {error}"));
@@ -107,9 +106,12 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         if prompt.trim().is_empty() {
             return usage_error("no prompt: pass -q PROMPT or pipe one on stdin");
         }
-        return one_shot(&mut agent, prompt.trim(), &args, &settings, &home).await;
-    }
-    chat(&mut agent, &settings, &home).await
+        one_shot(&mut agent, prompt.trim(), &args, &settings, &home).await
+    } else {
+        chat(&mut agent, &settings, &home).await
+    };
+    agent.end_session().await;
+    status
 }
 
 async fn one_shot(

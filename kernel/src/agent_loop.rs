@@ -10,13 +10,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, Exhaustion};
 use crate::events::{AgentEvent, EventSink};
-use crate::message::{Message, ToolCall, ToolResult, Usage};
+use crate::message::{Message, ToolCall, ToolResult, ToolSpec, Usage};
 use crate::model::{
     CacheBreakpoints, FinishReason, ModelError, ModelProvider, ModelRequest, ModelResponse,
     StreamEvent, StreamSink, ToolChoice,
 };
 use crate::ports::{
-    Clock, HookVerdict, Hooks, NoHooks, SessionStore, ToolContext, ToolDispatcher, ValidatedCall,
+    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, ToolContext, ToolDispatcher,
+    ValidatedCall,
 };
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
@@ -184,6 +185,8 @@ pub struct LoopState {
     pub usage: Usage,
     /// USD over the loop's lifetime.
     pub cost_usd: f64,
+    /// Whether the `session_start` hooks have run (and `session_end` is owed).
+    pub session_started: bool,
 }
 
 impl LoopState {
@@ -307,6 +310,18 @@ impl AgentLoop {
     ) -> Result<Exit, LoopError> {
         let started = self.ports.clock.now();
         self.state.begin_run();
+        if !self.state.session_started {
+            self.state.session_started = true;
+            let session = self.hook_session(conversation);
+            self.ports.hooks.session_start(session).await;
+        }
+        let mut input = input.into();
+        let session = self.hook_session(conversation);
+        if let Some(context) = self.ports.hooks.pre_llm(session, &input).await {
+            // Appended to this turn's message (once, and persisted with it) so the
+            // cached prefix of later requests does not change.
+            input = format!("{input}\n\n{context}");
+        }
         self.push(conversation, Message::user(input), events).await;
         let outcome = self.drive(conversation, started, events, cancel).await;
         self.state.phase = Phase::Done;
@@ -316,8 +331,23 @@ impl AgentLoop {
             }
             Ok(Exit::Interrupted) | Err(_) => {}
         }
-        self.ports.hooks.session_end(&conversation.session_id).await;
         outcome
+    }
+
+    /// Ends the session: runs the `session_end` hooks if the session started.
+    /// Surfaces call it once, when the conversation is over.
+    pub async fn end_session(&mut self, conversation: &Conversation) {
+        if std::mem::take(&mut self.state.session_started) {
+            let session = self.hook_session(conversation);
+            self.ports.hooks.session_end(session).await;
+        }
+    }
+
+    fn hook_session<'a>(&'a self, conversation: &'a Conversation) -> HookSession<'a> {
+        HookSession {
+            session_id: &conversation.session_id,
+            model: self.active_model(),
+        }
     }
 
     async fn drive(
@@ -426,12 +456,21 @@ impl AgentLoop {
             });
             match validate_call(call, conversation.prompt.tools()) {
                 Err(text) => *slot = Some(ToolResult::error(call, text)),
-                Ok(valid) => match self.ports.hooks.pre_tool(&valid).await {
-                    HookVerdict::Continue => runnable.push(valid),
-                    HookVerdict::Block(reason) => {
-                        *slot = Some(ToolResult::error(call, format!("Blocked: {reason}")));
+                Ok(valid) => {
+                    let session = self.hook_session(conversation);
+                    match self.ports.hooks.pre_tool(session, &valid).await {
+                        HookVerdict::Continue => runnable.push(valid),
+                        HookVerdict::Block(reason) => {
+                            *slot = Some(ToolResult::error(call, format!("Blocked: {reason}")));
+                        }
+                        HookVerdict::Rewrite(arguments) => {
+                            match rewritten(call, arguments, conversation.prompt.tools()) {
+                                Ok(valid) => runnable.push(valid),
+                                Err(text) => *slot = Some(ToolResult::error(call, text)),
+                            }
+                        }
                     }
-                },
+                }
             }
         }
         let batch_started = self.ports.clock.now();
@@ -465,7 +504,8 @@ impl AgentLoop {
         let duration_ms = duration_ms(self.ports.clock.now().saturating_sub(batch_started));
         for (call, result) in calls.iter().zip(results) {
             let Some(mut result) = result else { continue };
-            self.ports.hooks.post_tool(call, &mut result).await;
+            let session = self.hook_session(conversation);
+            self.ports.hooks.post_tool(session, call, &mut result).await;
             events.emit(AgentEvent::ToolFinished {
                 id: result.call_id.clone(),
                 name: result.name.clone(),
@@ -545,7 +585,6 @@ impl AgentLoop {
                 iteration: self.state.iterations,
                 model: route.model.clone(),
             });
-            self.ports.hooks.pre_llm(&request).await;
             let sink = ForwardStream(events);
             let result = tokio::select! {
                 biased;
@@ -556,7 +595,11 @@ impl AgentLoop {
                 Ok(response) => {
                     self.state.retries = 0;
                     self.account(conversation, &response.usage, events).await;
-                    self.ports.hooks.post_llm(&response).await;
+                    let session = HookSession {
+                        session_id: &conversation.session_id,
+                        model: &route.model,
+                    };
+                    self.ports.hooks.post_llm(session, &response).await;
                     return Ok(response);
                 }
                 Err(ModelError::Cancelled) => return Err(CallError::Interrupted),
@@ -694,4 +737,17 @@ fn fallback_summary(conversation: &Conversation, exhausted: Exhaustion) -> Strin
 
 fn duration_ms(duration: Duration) -> u64 {
     duration.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+/// A call whose arguments a hook replaced, checked like the model's own.
+fn rewritten(
+    call: &ToolCall,
+    arguments: serde_json::Value,
+    tools: &[ToolSpec],
+) -> Result<ValidatedCall, String> {
+    let call = ToolCall {
+        arguments: arguments.to_string(),
+        ..call.clone()
+    };
+    validate_call(&call, tools).map_err(|why| format!("A hook rewrote the arguments: {why}"))
 }

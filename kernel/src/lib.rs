@@ -28,8 +28,8 @@ pub use model::{
     NullSink, StreamEvent, StreamSink, ToolChoice,
 };
 pub use ports::{
-    Clock, HookVerdict, Hooks, NoHooks, SessionStore, StoreError, SystemClock, ToolContext,
-    ToolDispatcher, ValidatedCall,
+    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, StoreError, SystemClock,
+    ToolContext, ToolDispatcher, ValidatedCall,
 };
 pub use prompt::{FrozenPrompt, PromptBuilder, Section};
 pub use retry::RetryPolicy;

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{Message, ToolCall, ToolResult, ToolSpec, Usage};
-use crate::model::{ModelRequest, ModelResponse};
+use crate::model::ModelResponse;
 
 /// A tool call the loop has checked: the tool exists and the arguments are a
 /// JSON object with every required field present.
@@ -43,29 +43,57 @@ pub trait ToolDispatcher: Send + Sync {
 }
 
 /// Whether a tool call may go ahead.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum HookVerdict {
     /// Run the call.
     Continue,
     /// Do not run it; the model reads the reason as the call's error result.
     Block(String),
+    /// Run the call with these arguments instead (checked against the tool's
+    /// schema like the model's own).
+    Rewrite(serde_json::Value),
 }
 
-/// Observers and gates around model and tool calls. Every method defaults to a no-op.
+/// The session a hook runs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSession<'a> {
+    /// The session id.
+    pub session_id: &'a str,
+    /// The model currently answering.
+    pub model: &'a str,
+}
+
+/// Observers and gates around a session, its model calls and its tool calls.
+/// Every method defaults to a no-op. The loop calls them in this order:
+/// `session_start` once (before the first turn), `pre_llm` once per user turn,
+/// `post_llm` after each model response, `pre_tool`/`post_tool` around each
+/// call, and `session_end` when the surface ends the session.
 #[async_trait]
 pub trait Hooks: Send + Sync {
-    /// Before each model request.
-    async fn pre_llm(&self, _request: &ModelRequest<'_>) {}
+    /// Before the session's first turn.
+    async fn session_start(&self, _session: HookSession<'_>) {}
+    /// Once per user turn, before its first model call: extra context that is
+    /// appended to the user's message (never to the system prompt, which stays
+    /// byte-stable for prompt caching).
+    async fn pre_llm(&self, _session: HookSession<'_>, _user_message: &str) -> Option<String> {
+        None
+    }
     /// After each successful model response.
-    async fn post_llm(&self, _response: &ModelResponse) {}
-    /// Before each tool call.
-    async fn pre_tool(&self, _call: &ValidatedCall) -> HookVerdict {
+    async fn post_llm(&self, _session: HookSession<'_>, _response: &ModelResponse) {}
+    /// Before each validated tool call: go ahead, veto, or rewrite the arguments.
+    async fn pre_tool(&self, _session: HookSession<'_>, _call: &ValidatedCall) -> HookVerdict {
         HookVerdict::Continue
     }
     /// After each tool call; may rewrite the result.
-    async fn post_tool(&self, _call: &ToolCall, _result: &mut ToolResult) {}
-    /// When a conversation run ends.
-    async fn session_end(&self, _session_id: &str) {}
+    async fn post_tool(
+        &self,
+        _session: HookSession<'_>,
+        _call: &ToolCall,
+        _result: &mut ToolResult,
+    ) {
+    }
+    /// When the surface ends the session.
+    async fn session_end(&self, _session: HookSession<'_>) {}
 }
 
 /// Hooks that do nothing.

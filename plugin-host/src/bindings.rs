@@ -1,7 +1,9 @@
 //! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.0`).
 //!
 //! Imports are async (exec awaits a child process); exports are called with
-//! `call_*` async methods on a fiber, so epoch ticks can yield.
+//! `call_*` async methods on a fiber, so epoch ticks can yield. The
+//! `tool-plugin` world brings the host imports; the other worlds reuse them
+//! (`with`) and add only their exports.
 
 wasmtime::component::bindgen!({
     world: "tool-plugin",
@@ -12,3 +14,22 @@ wasmtime::component::bindgen!({
 
 pub(crate) use exports::talaria::plugin::tool_provider::{CallContext, ToolError, ToolSpec};
 pub(crate) use talaria::plugin::host_types::HostError;
+
+/// The `hooks-plugin` world's exports.
+pub(crate) mod hooks_world {
+    wasmtime::component::bindgen!({
+        world: "hooks-plugin",
+        path: "../wit/plugin",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}

@@ -15,13 +15,17 @@ use crate::cache::{CompileCache, Origin, error_text};
 use crate::engine;
 use crate::error::{HostError, LoadError};
 use crate::grants::Grants;
+use crate::hooks::{
+    HookCall, HookReply, HookSubscription, HooksPluginPre, convert_subscriptions, invoke_hook,
+};
+use crate::invoke::Invocation;
 use crate::kv::KvStore;
-use crate::log::{LogLevel, LogSource, PluginLog};
+use crate::log::{LogFile, LogLevel, LogSource, PluginLog};
 use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind};
 use crate::net::NetPolicy;
 use crate::sandbox::{Sandbox, resolve_grant};
 use crate::state::{HostCtx, PluginShared, PluginState};
-use crate::tools::{Invocation, invoke_list_tools};
+use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
 
 /// Where the host keeps its files.
@@ -34,6 +38,8 @@ pub struct HostOptions {
     pub data_dir: PathBuf,
     /// The profile key-value stores are scoped to (`[A-Za-z0-9_-]+`).
     pub profile: String,
+    /// A file every plugin's log lines (info and above) are appended to.
+    pub log_file: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -43,7 +49,14 @@ impl HostOptions {
             cache_dir: cache_dir.into(),
             data_dir: data_dir.into(),
             profile: "default".into(),
+            log_file: None,
         }
+    }
+
+    /// The same options with plugin logs appended to `path`.
+    pub fn with_log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.log_file = Some(path.into());
+        self
     }
 }
 
@@ -82,6 +95,7 @@ pub(crate) struct HostInner {
     cache: CompileCache,
     data_dir: PathBuf,
     profile: String,
+    log_file: Option<Arc<LogFile>>,
 }
 
 /// Loads plugins. Cheap to clone; all clones share the engine, the linker
@@ -109,6 +123,8 @@ pub(crate) struct LoadedInner {
     pub(crate) kinds: Vec<PluginKind>,
     pub(crate) tools: Vec<ToolInfo>,
     pub(crate) tool_pre: Option<ToolPluginPre<PluginState>>,
+    pub(crate) hooks_pre: Option<HooksPluginPre<PluginState>>,
+    pub(crate) subscriptions: Vec<HookSubscription>,
     pub(crate) origin: Origin,
     pub(crate) host: Arc<HostInner>,
 }
@@ -132,6 +148,11 @@ impl std::fmt::Debug for LoadedPlugin {
 }
 
 impl LoadedPlugin {
+    /// The events its hooks subscribe to (empty unless it provides hooks).
+    pub fn hook_subscriptions(&self) -> &[HookSubscription] {
+        &self.inner.subscriptions
+    }
+
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.inner.manifest.name
@@ -208,6 +229,15 @@ impl PluginHost {
             path: options.data_dir.clone(),
             source,
         })?;
+        let log_file = match &options.log_file {
+            Some(path) => Some(Arc::new(LogFile::open(path).map_err(|source| {
+                HostError::Io {
+                    path: path.clone(),
+                    source,
+                }
+            })?)),
+            None => None,
+        };
         let mut linker = Linker::<PluginState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| HostError::Engine(error_text(&e)))?;
@@ -223,6 +253,7 @@ impl PluginHost {
                 cache,
                 data_dir: options.data_dir,
                 profile: options.profile,
+                log_file,
             }),
         })
     }
@@ -309,6 +340,17 @@ impl PluginHost {
             None
         };
 
+        let hooks_pre = if kinds.contains(&PluginKind::Hooks) {
+            Some(
+                HooksPluginPre::new(instance_pre.clone()).map_err(|e| LoadError::Exports {
+                    plugin: name.clone(),
+                    message: error_text(&e),
+                })?,
+            )
+        } else {
+            None
+        };
+
         let kv = caps
             .kv
             .then(|| KvStore::new(data_dir.join("kv").join(&self.inner.profile)));
@@ -317,7 +359,10 @@ impl PluginHost {
             requested_env: manifest.capabilities.env.clone(),
             config: manifest.config.clone(),
             limits: manifest.limits,
-            log: PluginLog::default(),
+            log: match &self.inner.log_file {
+                Some(file) => PluginLog::to_file(&name, file.clone()),
+                None => PluginLog::default(),
+            },
             kv,
             net: NetPolicy::new(&caps.network),
             data_dir,
@@ -347,6 +392,8 @@ impl PluginHost {
             kinds,
             tools: Vec::new(),
             tool_pre,
+            hooks_pre,
+            subscriptions: Vec::new(),
             origin,
             host: self.inner.clone(),
         };
@@ -360,6 +407,18 @@ impl PluginHost {
                         message: e.to_string(),
                     })?;
             inner.tools = convert_specs(&name, specs)?;
+        }
+        if inner.hooks_pre.is_some() {
+            let sandbox = Sandbox::default();
+            let reply = invoke_hook(&inner, &sandbox, HookCall::Subscriptions)
+                .await
+                .map_err(|e| LoadError::Exports {
+                    plugin: name.clone(),
+                    message: format!("listing its hook subscriptions failed: {e}"),
+                })?;
+            if let HookReply::Subscriptions(subscriptions) = reply {
+                inner.subscriptions = convert_subscriptions(subscriptions);
+            }
         }
         Ok(LoadedPlugin {
             inner: Arc::new(inner),
@@ -478,6 +537,7 @@ impl LoadedInner {
             engine: &self.host.engine,
             shared: &self.shared,
             tool_pre: self.tool_pre.as_ref(),
+            hooks_pre: self.hooks_pre.as_ref(),
         }
     }
 }

@@ -17,9 +17,12 @@ mod bindings;
 mod cache;
 mod engine;
 mod error;
+mod failures;
 mod grants;
+mod hooks;
 mod host;
 mod imports;
+mod invoke;
 mod kv;
 mod log;
 mod manifest;
@@ -31,7 +34,9 @@ mod version;
 
 pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
+pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::grants::Grants;
+pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};
 pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolFlags, ToolInfo};
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
 pub use crate::manifest::{
@@ -39,5 +44,5 @@ pub use crate::manifest::{
     MANIFEST_FILE, Manifest, ManifestError, PluginKind,
 };
 pub use crate::net::NetPattern;
-pub use crate::tools::{DISABLE_AFTER_FAILURES, PluginTools, ToolInstance};
+pub use crate::tools::{PluginTools, ToolInstance};
 pub use crate::version::{HOST_API, compatible};

@@ -1,6 +1,7 @@
 //! Per-plugin log: what the plugin logs through `log.log`, what it writes to
-//! stdout/stderr, and what the host notes about it (traps, timeouts). Bounded,
-//! in memory, never printed.
+//! stdout/stderr, and what the host notes about it (traps, timeouts, skipped
+//! hooks). Bounded, in memory, never printed; lines at info level and above
+//! are also appended to the host's log file when it has one.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -46,6 +47,17 @@ impl fmt::Display for LogLevel {
     }
 }
 
+impl fmt::Display for LogSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Plugin => "plugin",
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+            Self::Host => "host",
+        })
+    }
+}
+
 /// Where a log line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LogSource {
@@ -78,13 +90,89 @@ struct LogInner {
     dropped: u64,
 }
 
+/// An append-only text file all plugins' logs go to, one line per entry:
+/// `2026-11-30T01:16:30.123Z info fs [plugin] message`.
+#[derive(Debug)]
+pub(crate) struct LogFile {
+    file: Mutex<std::fs::File>,
+}
+
+impl LogFile {
+    /// Opens (creating it and its directory) `path` for appending.
+    pub(crate) fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Self {
+            file: Mutex::new(file),
+        })
+    }
+
+    fn write(&self, plugin: &str, line: &LogLine) {
+        use std::io::Write;
+        let text = format!(
+            "{} {} {plugin} [{}] {}\n",
+            utc_timestamp(line.time),
+            line.level,
+            line.source,
+            line.message
+        );
+        // Logging must never fail a call; a full disk loses log lines only.
+        let _ = self
+            .file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_all(text.as_bytes());
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn utc_timestamp(time: SystemTime) -> String {
+    let since = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
 /// A plugin's bounded log, shared by all its instances. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct PluginLog {
     inner: Arc<Mutex<LogInner>>,
+    /// The plugin's name and the host's log file, when there is one.
+    file: Option<(Arc<str>, Arc<LogFile>)>,
 }
 
 impl PluginLog {
+    /// A log that also appends to `file`, tagged with `plugin`.
+    pub(crate) fn to_file(plugin: &str, file: Arc<LogFile>) -> Self {
+        Self {
+            inner: Arc::default(),
+            file: Some((plugin.into(), file)),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, LogInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -96,16 +184,22 @@ impl PluginLog {
             if line.trim().is_empty() {
                 continue;
             }
-            if inner.lines.len() >= MAX_LOG_LINES {
-                inner.lines.pop_front();
-                inner.dropped += 1;
-            }
-            inner.lines.push_back(LogLine {
+            let line = LogLine {
                 time: SystemTime::now(),
                 level,
                 source,
                 message: truncate(line, MAX_LINE_BYTES).to_owned(),
-            });
+            };
+            if let Some((plugin, file)) = &self.file
+                && level >= LogLevel::Info
+            {
+                file.write(plugin, &line);
+            }
+            if inner.lines.len() >= MAX_LOG_LINES {
+                inner.lines.pop_front();
+                inner.dropped += 1;
+            }
+            inner.lines.push_back(line);
         }
     }
 
@@ -226,6 +320,34 @@ mod tests {
         assert_eq!(log.lines().len(), MAX_LOG_LINES);
         assert_eq!(log.dropped(), 5);
         assert!(log.contains(&format!("line {}", MAX_LOG_LINES + 4)));
+    }
+
+    #[test]
+    fn timestamps_are_utc_iso() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_796_001_390_123);
+        assert_eq!(utc_timestamp(t), "2026-11-30T01:16:30.123Z");
+        assert_eq!(
+            utc_timestamp(SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000Z"
+        );
+        let leap = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
+        assert_eq!(utc_timestamp(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn lines_at_info_and_above_go_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/plugins.log");
+        let file = Arc::new(LogFile::open(&path).unwrap());
+        let log = PluginLog::to_file("fs", file);
+        log.push(LogLevel::Debug, LogSource::Plugin, "quiet");
+        log.push(LogLevel::Warn, LogSource::Host, "first\nsecond");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].ends_with(" warn fs [host] first"), "{text}");
+        assert!(lines[1].ends_with(" warn fs [host] second"), "{text}");
+        assert_eq!(log.lines().len(), 3, "memory keeps every level");
     }
 
     #[test]

@@ -3,197 +3,21 @@
 //! classification, and the kernel's `ToolDispatcher` over all tool plugins.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use talaria_kernel::{ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 
-use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolPluginPre, ToolSpec as WitToolSpec};
-use crate::cache::error_text;
+use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
 use crate::error::{CallError, HostError};
+use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::host::{LoadedInner, LoadedPlugin, ToolFlags};
-use crate::log::{CapturedOutput, LogLevel, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
+use crate::invoke::{Prepared, classify, prepare, race};
+use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
-use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
-
-/// Failures (traps, timeouts, memory exhaustion, invalid output) after which a
-/// plugin is disabled for the rest of the session.
-pub const DISABLE_AFTER_FAILURES: u32 = 3;
-
-/// How long past its deadline a call blocked in the host (not running wasm,
-/// so not interrupted by the epoch) may take before it is dropped.
-const HOST_WAIT_GRACE: Duration = Duration::from_millis(500);
-
-/// What a call needs from a loaded plugin.
-pub(crate) struct Invocation<'a> {
-    pub(crate) engine: &'a Engine,
-    pub(crate) shared: &'a Arc<PluginShared>,
-    pub(crate) tool_pre: Option<&'a ToolPluginPre<PluginState>>,
-}
-
-/// A store for one instance, with its captured output.
-struct Prepared {
-    store: Store<PluginState>,
-    stdout: CapturedOutput,
-    stderr: CapturedOutput,
-}
-
-fn prepare(inv: &Invocation<'_>, sandbox: &Sandbox) -> Result<Prepared, CallError> {
-    let shared = inv.shared;
-    let stdout = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
-    let stderr = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
-    let wasi = sandbox
-        .wasi_ctx(shared, &stdout, &stderr)
-        .map_err(|message| CallError::Host {
-            plugin: shared.name.clone(),
-            message,
-        })?;
-    let state = PluginState {
-        wasi,
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter::new(shared.memory_limit_bytes()),
-        host: HostCtx {
-            plugin: shared.clone(),
-            cwd: sandbox.host_cwd.clone(),
-            deadline: Instant::now() + shared.timeout(),
-        },
-        timed_out: false,
-    };
-    let mut store = Store::new(inv.engine, state);
-    store.limiter(|state| &mut state.limiter);
-    // Every epoch tick (10 ms) the guest yields to the executor, so a
-    // cancelled or timed-out call is dropped promptly even while it spins;
-    // past the deadline it traps.
-    store.epoch_deadline_callback(|mut ctx| {
-        if Instant::now() >= ctx.data().host.deadline {
-            ctx.data_mut().timed_out = true;
-            Ok(UpdateDeadline::Interrupt)
-        } else {
-            Ok(UpdateDeadline::YieldCustom(
-                1,
-                Box::pin(tokio::task::yield_now()),
-            ))
-        }
-    });
-    store.set_epoch_deadline(1);
-    Ok(Prepared {
-        store,
-        stdout,
-        stderr,
-    })
-}
-
-/// How the race between a call, its deadline and cancellation ended.
-enum Raced<R> {
-    Done(wasmtime::Result<R>),
-    Cancelled,
-    HostTimeout,
-}
-
-async fn race<R>(
-    call: impl Future<Output = wasmtime::Result<R>>,
-    timeout: Duration,
-    cancel: Option<&CancellationToken>,
-) -> Raced<R> {
-    let call = tokio::time::timeout(timeout + HOST_WAIT_GRACE, call);
-    let finished = |r: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>| {
-        r.map_or(Raced::HostTimeout, Raced::Done)
-    };
-    match cancel {
-        Some(cancel) => tokio::select! {
-            biased;
-            () = cancel.cancelled() => Raced::Cancelled,
-            r = call => finished(r),
-        },
-        None => finished(call.await),
-    }
-}
-
-/// The panic message a Rust guest printed to stderr, if any.
-fn panic_message(stderr: &str) -> Option<String> {
-    let mut lines = stderr.lines();
-    while let Some(line) = lines.next() {
-        if let Some(at) = line.find("panicked at") {
-            let location = line[at..].trim_end_matches(':');
-            let message = lines.next().unwrap_or("").trim();
-            return Some(if message.is_empty() {
-                location.to_owned()
-            } else {
-                format!("{location}: {message}")
-            });
-        }
-    }
-    None
-}
-
-/// Turns the end of a call into a result, logs what happened.
-fn classify<R>(
-    raced: Raced<R>,
-    prepared: &Prepared,
-    shared: &PluginShared,
-    tool: &str,
-) -> Result<R, CallError> {
-    let stderr_bytes = prepared.stderr.snapshot();
-    prepared.stdout.flush_into(&shared.log, LogSource::Stdout);
-    prepared.stderr.flush_into(&shared.log, LogSource::Stderr);
-    let plugin = shared.name.clone();
-    let tool = tool.to_owned();
-    let state = prepared.store.data();
-    let result = match raced {
-        Raced::Done(Ok(value)) => Ok(value),
-        Raced::Cancelled => Err(CallError::Cancelled { plugin, tool }),
-        Raced::HostTimeout => Err(CallError::Timeout {
-            plugin,
-            tool,
-            timeout_ms: shared.limits.timeout_ms,
-        }),
-        Raced::Done(Err(_)) if state.timed_out => Err(CallError::Timeout {
-            plugin,
-            tool,
-            timeout_ms: shared.limits.timeout_ms,
-        }),
-        Raced::Done(Err(_)) if state.limiter.exceeded => Err(CallError::OutOfMemory {
-            plugin,
-            tool,
-            limit_mb: shared.limits.memory_mb,
-        }),
-        Raced::Done(Err(err)) if err.downcast_ref::<PoolConcurrencyLimitError>().is_some() => {
-            Err(CallError::Host {
-                plugin,
-                message: format!("too many plugin instances at once; {tool} did not run"),
-            })
-        }
-        Raced::Done(Err(err)) => {
-            let mut message = match err.downcast_ref::<Trap>() {
-                Some(trap) => {
-                    let text = trap.to_string();
-                    text.strip_prefix("wasm trap: ").unwrap_or(&text).to_owned()
-                }
-                None => error_text(&err),
-            };
-            if let Some(panic) = panic_message(&String::from_utf8_lossy(&stderr_bytes)) {
-                message = format!("{message} ({panic})");
-            }
-            Err(CallError::Trap {
-                plugin,
-                tool,
-                message,
-            })
-        }
-    };
-    if let Err(err) = &result {
-        shared
-            .log
-            .push(LogLevel::Error, LogSource::Host, &err.to_string());
-    }
-    result
-}
+use crate::state::PluginShared;
 
 fn tool_error_text(err: ToolError) -> String {
     match err {
@@ -376,8 +200,7 @@ pub struct PluginTools {
     /// Tool name → (entry, tool index).
     by_name: HashMap<String, (usize, usize)>,
     specs: Vec<ToolSpec>,
-    /// (entry, session id) → failures.
-    failures: Mutex<HashMap<(usize, String), u32>>,
+    failures: Failures,
     cwd: PathBuf,
 }
 
@@ -436,7 +259,7 @@ impl PluginTools {
             entries,
             by_name,
             specs,
-            failures: Mutex::new(HashMap::new()),
+            failures: Failures::default(),
             cwd,
         })
     }
@@ -459,19 +282,7 @@ impl PluginTools {
 
     /// Whether `plugin` is disabled in `session_id`.
     pub fn is_disabled(&self, plugin: &str, session_id: &str) -> bool {
-        self.entries
-            .iter()
-            .position(|e| e.plugin.name() == plugin)
-            .is_some_and(|index| self.failure_count(index, session_id) >= DISABLE_AFTER_FAILURES)
-    }
-
-    fn failure_count(&self, entry: usize, session_id: &str) -> u32 {
-        self.failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&(entry, session_id.to_owned()))
-            .copied()
-            .unwrap_or(0)
+        self.failures.count(plugin, session_id) >= DISABLE_AFTER_FAILURES
     }
 
     /// Runs one call; `Ok` is the tool's JSON output.
@@ -488,7 +299,7 @@ impl PluginTools {
         };
         let entry = &self.entries[index];
         let plugin = entry.plugin.name().to_owned();
-        let failures = self.failure_count(index, session_id);
+        let failures = self.failures.count(&plugin, session_id);
         if failures >= DISABLE_AFTER_FAILURES {
             return Err(CallError::Disabled { plugin, failures });
         }
@@ -519,21 +330,7 @@ impl PluginTools {
         if let Err(err) = &result
             && err.is_plugin_failure()
         {
-            let count = {
-                let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-                let count = map.entry((index, session_id.to_owned())).or_insert(0);
-                *count += 1;
-                *count
-            };
-            if count == DISABLE_AFTER_FAILURES {
-                entry.plugin.log().push(
-                    LogLevel::Error,
-                    LogSource::Host,
-                    &format!(
-                        "plugin {plugin} is disabled for session {session_id} after {count} failures"
-                    ),
-                );
-            }
+            self.failures.record(&entry.plugin, session_id);
         }
         result
     }
@@ -599,20 +396,5 @@ impl ToolDispatcher for PluginTools {
             i = end;
         }
         results
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_panic_messages() {
-        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
-        assert_eq!(
-            panic_message(stderr).as_deref(),
-            Some("panicked at src/lib.rs:12:5: boom")
-        );
-        assert_eq!(panic_message("nothing"), None);
     }
 }

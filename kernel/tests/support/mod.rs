@@ -299,6 +299,26 @@ pub fn rig_with(
     store: MemoryStore,
     clock: FakeClock,
 ) -> Rig {
+    rig_full(models, budget, store, clock, Arc::new(NoHooks))
+}
+
+pub fn rig_with_hooks(models: &[Arc<ScriptedModel>], hooks: Arc<dyn Hooks>) -> Rig {
+    rig_full(
+        models,
+        Budget::default(),
+        MemoryStore::default(),
+        FakeClock::default(),
+        hooks,
+    )
+}
+
+fn rig_full(
+    models: &[Arc<ScriptedModel>],
+    budget: Budget,
+    store: MemoryStore,
+    clock: FakeClock,
+    hooks: Arc<dyn Hooks>,
+) -> Rig {
     let tools = FakeTools::new();
     let store = Arc::new(store);
     let clock = Arc::new(clock);
@@ -310,7 +330,8 @@ pub fn rig_with(
             model: format!("model-{i}"),
         })
         .collect();
-    let ports = Ports::new(tools.clone(), store.clone(), clock.clone());
+    let mut ports = Ports::new(tools.clone(), store.clone(), clock.clone());
+    ports.hooks = hooks;
     let mut config = LoopConfig::standard();
     config.retry.base_delay = Duration::from_millis(100);
     let agent = AgentLoop::new(routes, ports, budget, config).unwrap();

@@ -178,3 +178,28 @@ pub async fn call(
         is_error: result.is_error,
     }
 }
+
+pub fn hooks_probe_dir() -> PathBuf {
+    plugin_dir("test/hooks-probe")
+}
+
+/// A copy of `hooks-probe` named `name` with `[config]` values replaced.
+pub fn probe_variant(into: &Path, name: &str, config: &[(&str, &str)]) -> PathBuf {
+    variant(&hooks_probe_dir(), &into.join(name), |manifest| {
+        manifest
+            .lines()
+            .map(|line| {
+                if line.starts_with("name = ") {
+                    return format!("name = \"{name}\"");
+                }
+                let key = line.split('=').next().unwrap_or("").trim();
+                match config.iter().find(|(k, _)| *k == key) {
+                    Some((k, v)) if *k == "priority" => format!("{k} = {v}"),
+                    Some((k, v)) => format!("{k} = \"{v}\""),
+                    None => line.to_owned(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}

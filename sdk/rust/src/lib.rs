@@ -74,6 +74,7 @@
 //! [`install_panic_hook`] the panic logging.
 
 mod error;
+mod hooks;
 mod host;
 mod tool;
 
@@ -103,9 +104,35 @@ pub mod bindings {
     });
 }
 
+/// The bindings `wit_bindgen` generates for the `hooks-plugin` world. Its
+/// host imports are those of [`bindings`], so one crate can export tools and
+/// hooks together.
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod hooks_bindings {
+    wit_bindgen::generate!({
+        world: "hooks-plugin",
+        path: "../../wit/plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_hooks_plugin",
+        default_bindings_module: "::talaria_plugin_sdk::hooks_bindings",
+        with: {
+            "talaria:plugin/types@0.1.0/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.0/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.0": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.0": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.0": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.0": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/session-search@0.1.0": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}
+
 pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
 pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};
 pub use error::{HostError, ToolError};
+pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdict_to_wit};
+pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
+pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
 pub use host::{config, exec, kv, log, session_search};
 pub use tool::{
     NoArgs, Tool, ToolSet, dispatch, invoke, parameters_schema, parse_args, spec, validate,
