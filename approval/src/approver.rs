@@ -1,0 +1,49 @@
+//! The approver port: how the policy asks a user, whatever surface they are on.
+
+use async_trait::async_trait;
+
+use crate::classifier::Finding;
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Allow this one call.
+    Once,
+    /// Allow this finding for the rest of the session.
+    Session,
+    /// Allow this finding from now on, in every session of this profile.
+    Always,
+    /// Refuse.
+    Deny,
+}
+
+/// What the user is asked to approve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The command as the model wrote it.
+    pub command: String,
+    /// Why it needs approval.
+    pub finding: Finding,
+    /// The tool that wants to run it.
+    pub tool: String,
+    /// The session it runs in.
+    pub session_id: String,
+}
+
+/// A surface's way of asking its user to approve a dangerous command.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks the user and returns their decision. The policy applies its own timeout.
+    async fn ask(&self, request: &ApprovalRequest) -> Decision;
+}
+
+/// Denies everything: for surfaces where nobody can answer (cron jobs, public webhooks).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyAll;
+
+#[async_trait]
+impl Approver for DenyAll {
+    async fn ask(&self, _request: &ApprovalRequest) -> Decision {
+        Decision::Deny
+    }
+}

@@ -1,0 +1,331 @@
+//! Command positions: the places in a normalised command line where a command name can stand.
+//!
+//! Command-scoped patterns are anchored with `^` at each of these "views", so `rm -rf x` after `;`,
+//! `&&`, `|`, inside `$( )`, behind `sudo`/`env`/`xargs`, in a `bash -c` payload or after
+//! `find -exec` is seen as a command, while `echo rm -rf x` or `grep -rn kill src/` is not.
+
+/// Wrapper commands: run the command that follows their options (and `positionals` operands).
+struct Wrapper {
+    names: &'static [&'static str],
+    /// Options that consume the next word.
+    arg_opts: &'static [&'static str],
+    /// Operands before the wrapped command (`timeout 5 …`, `chroot DIR …`).
+    positionals: usize,
+}
+
+const WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        names: &["sudo"],
+        arg_opts: &[
+            "-u",
+            "-g",
+            "-h",
+            "-p",
+            "-c",
+            "-d",
+            "-r",
+            "-t",
+            "--user",
+            "--group",
+            "--host",
+            "--prompt",
+            "--chdir",
+            "--role",
+            "--type",
+            "--other-user",
+            "--close-from",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["doas", "run0", "pkexec"],
+        arg_opts: &["-u", "-c", "--user"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["env"],
+        arg_opts: &["-u", "-c", "--unset", "--chdir"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["nice"],
+        arg_opts: &["-n", "--adjustment"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["ionice"],
+        arg_opts: &["-c", "-n", "-p", "--class", "--classdata"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["stdbuf"],
+        arg_opts: &["-i", "-o", "-e"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["timeout"],
+        arg_opts: &["-s", "-k", "--signal", "--kill-after"],
+        positionals: 1,
+    },
+    Wrapper {
+        names: &["watch"],
+        arg_opts: &["-n", "--interval", "-q", "--equexit"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["xargs"],
+        arg_opts: &[
+            "-a",
+            "-d",
+            "-e",
+            "-i",
+            "-l",
+            "-n",
+            "-p",
+            "-s",
+            "--arg-file",
+            "--delimiter",
+            "--max-args",
+            "--max-procs",
+            "--max-lines",
+            "--max-chars",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["chroot"],
+        arg_opts: &[],
+        positionals: 1,
+    },
+    Wrapper {
+        names: &["flock"],
+        arg_opts: &["-w", "-e", "--timeout", "--conflict-exit-code"],
+        positionals: 1,
+    },
+    Wrapper {
+        names: &["exec"],
+        arg_opts: &["-a"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["time"],
+        arg_opts: &["-f", "-o", "--format", "--output"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["proxychains", "proxychains4"],
+        arg_opts: &["-f"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &[
+            "nohup",
+            "builtin",
+            "setsid",
+            "unbuffer",
+            "eatmydata",
+            "torsocks",
+            "nocorrect",
+            "noglob",
+            "busybox",
+            "if",
+            "then",
+            "else",
+            "elif",
+            "do",
+            "while",
+            "until",
+            "!",
+            "{",
+        ],
+        arg_opts: &[],
+        positionals: 0,
+    },
+];
+
+/// Shells (and `su`) whose `-c` argument is a command line.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish", "su",
+];
+
+/// How deep wrappers may nest before we stop looking (guards against pathological input).
+const MAX_DEPTH: usize = 32;
+
+/// Every command position in the normalised `line`, each as the rest of its simple command.
+pub(crate) fn command_views(line: &str) -> Vec<&str> {
+    let mut views = Vec::new();
+    // Splitting at parentheses finds `$( … )` and subshells, but would cut `find . ( … ) -delete`
+    // in two, so both splits are used.
+    for segment in split(line, false).into_iter().chain(split(line, true)) {
+        expand(segment, &mut views, 0);
+    }
+    views
+}
+
+/// Splits at command separators; with `parens`, also at `(`, `)` and backticks.
+fn split(line: &str, parens: bool) -> Vec<&str> {
+    let bytes = line.as_bytes();
+    let mut segments = Vec::new();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|j| bytes.get(j)).copied();
+        let is_separator = match b {
+            b';' | b'\n' => true,
+            // `>|` is a clobbering redirect, not a pipe.
+            b'|' => before != Some(b'>'),
+            // `2>&1`, `<&3` and `&>file` are redirects, not background jobs.
+            b'&' => !matches!(before, Some(b'>' | b'<')) && bytes.get(i + 1) != Some(&b'>'),
+            b'(' | b')' | b'`' => parens,
+            _ => false,
+        };
+        if is_separator {
+            // Separators are ASCII, so these are char boundaries.
+            segments.push(line[start..i].trim());
+            start = i + 1;
+        }
+    }
+    segments.push(line[start..].trim());
+    segments.retain(|s| !s.is_empty());
+    segments
+}
+
+/// Adds `view` and every command position reachable from it by unwrapping.
+fn expand<'a>(view: &'a str, views: &mut Vec<&'a str>, depth: usize) {
+    let view = view.trim();
+    if view.is_empty() || depth > MAX_DEPTH || views.contains(&view) {
+        return;
+    }
+    views.push(view);
+    for next in unwrap(view) {
+        expand(next, views, depth + 1);
+    }
+}
+
+/// The command positions directly inside `view` (after a wrapper, in a `-c` payload, …).
+fn unwrap(view: &str) -> Vec<&str> {
+    let words = words(view);
+    let Some(&(_, first)) = words.first() else {
+        return Vec::new();
+    };
+    let from = |i: usize| words.get(i).map(|&(offset, _)| &view[offset..]);
+    let mut next = Vec::new();
+
+    // `/usr/bin/rm` is `rm`. Relative paths are project files, not system commands.
+    if let Some(slash) = first.rfind('/').filter(|_| first.starts_with('/'))
+        && slash + 1 < first.len()
+    {
+        next.push(&view[slash + 1..]);
+    }
+    if is_assignment(first) {
+        next.extend(from(1));
+    }
+    if first == "command" {
+        // `command -v rm` looks a command up instead of running it.
+        let lookup = words.iter().skip(1).any(|&(_, w)| w == "-v");
+        if !lookup {
+            next.extend(from(skip_options(&words, 1, &[])));
+        }
+    }
+    if let Some(wrapper) = WRAPPERS.iter().find(|w| w.names.contains(&first)) {
+        let i = skip_options(&words, 1, wrapper.arg_opts) + wrapper.positionals;
+        next.extend(from(i));
+    }
+    if SHELLS.contains(&first) {
+        let payload = words.iter().position(|&(_, w)| is_dash_c(w));
+        next.extend(payload.and_then(|i| from(i + 1)));
+    }
+    if first == "ssh" {
+        // Option arity is ambiguous after case folding; any later word may start the remote command.
+        next.extend((1..words.len()).filter_map(from));
+    }
+    if first == "find" {
+        for (i, &(_, w)) in words.iter().enumerate() {
+            if matches!(w, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                next.extend(from(i + 1));
+            }
+        }
+    }
+    next
+}
+
+/// Index of the first word at or after `i` that is not an option, option argument or assignment.
+fn skip_options(words: &[(usize, &str)], mut i: usize, arg_opts: &[&str]) -> usize {
+    while let Some(&(_, w)) = words.get(i) {
+        if w == "--" {
+            return i + 1;
+        }
+        if w.len() > 1 && w.starts_with('-') {
+            i += if arg_opts.contains(&w) { 2 } else { 1 };
+        } else if is_assignment(w) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// `NAME=value`, as in `FOO=1 cmd` or `env FOO=1 cmd`.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// A shell's `-c` flag, possibly combined with others (`-lc`, `-xc`), or `--command`.
+fn is_dash_c(word: &str) -> bool {
+    word == "--command" || (word.starts_with('-') && !word.starts_with("--") && word.contains('c'))
+}
+
+/// Words of a normalised string with their byte offsets.
+fn words(s: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for word in s.split(' ') {
+        if !word.is_empty() {
+            out.push((offset, word));
+        }
+        offset += word.len() + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_views;
+
+    #[test]
+    fn finds_commands_behind_separators_and_wrappers() {
+        let views = command_views("ls; sudo -u root env a=1 rm -rf x && echo $(reboot)");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+        assert!(views.contains(&"reboot"), "{views:?}");
+        assert!(
+            !views.iter().any(|v| v.starts_with("rm -rf x &&")),
+            "{views:?}"
+        );
+    }
+
+    #[test]
+    fn finds_shell_payloads_and_find_exec() {
+        let views = command_views("bash -lc rm -rf x");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+        let views = command_views("find . -exec rm -rf {} +");
+        assert!(views.contains(&"rm -rf {} +"), "{views:?}");
+        let views = command_views("/bin/rm -rf x");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+    }
+
+    #[test]
+    fn arguments_are_not_commands() {
+        let views = command_views("echo rm -rf x");
+        assert_eq!(views, vec!["echo rm -rf x"]);
+        assert_eq!(
+            command_views("command -v reboot"),
+            vec!["command -v reboot"]
+        );
+    }
+}

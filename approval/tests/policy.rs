@@ -1,0 +1,331 @@
+//! Approval policy behaviour with fake approvers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use talaria_approval::{
+    Approval, ApprovalError, ApprovalPolicy, ApprovalRequest, Approver, Decision, DeniedKind,
+    DenyAll,
+};
+
+const DANGEROUS: &str = "rm -rf build";
+const OTHER_DANGEROUS: &str = "git push --force";
+const HARDLINE: &str = "sudo rm -rf /";
+
+/// Answers every request the same way (optionally after a delay) and records what it was asked.
+struct Fake {
+    answer: Decision,
+    delay: Option<Duration>,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Fake {
+    fn new(answer: Decision) -> Self {
+        Self {
+            answer,
+            delay: None,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn asks(&self) -> usize {
+        self.asked.lock().unwrap().len()
+    }
+}
+
+#[async_trait]
+impl Approver for Fake {
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        self.asked.lock().unwrap().push(request.clone());
+        if let Some(delay) = self.delay {
+            tokio::time::sleep(delay).await;
+        }
+        self.answer
+    }
+}
+
+fn always_file(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("profile").join("approvals.toml")
+}
+
+fn policy(path: &Path) -> ApprovalPolicy {
+    ApprovalPolicy::load(path).unwrap()
+}
+
+#[tokio::test]
+async fn once_asks_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Once);
+
+    for _ in 0..2 {
+        let approval = policy
+            .check("s1", "terminal", DANGEROUS, false, &user)
+            .await;
+        assert_eq!(approval, Ok(Approval::Once));
+    }
+    assert_eq!(user.asks(), 2);
+    let request = &user.asked.lock().unwrap()[0];
+    assert_eq!(request.command, DANGEROUS);
+    assert_eq!(request.tool, "terminal");
+    assert_eq!(request.session_id, "s1");
+    assert_eq!(request.finding.id, "rm-recursive");
+    assert!(
+        !always_file(&dir).exists(),
+        "once must not persist anything"
+    );
+}
+
+#[tokio::test]
+async fn session_approval_holds_for_that_session_and_finding_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Session);
+
+    let first = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
+    assert_eq!(first, Ok(Approval::Session));
+    let again = policy
+        .check("s1", "terminal", "rm -r dist", false, &user)
+        .await;
+    assert_eq!(again, Ok(Approval::Session));
+    assert_eq!(
+        user.asks(),
+        1,
+        "same finding in the same session is remembered"
+    );
+
+    policy
+        .check("s2", "terminal", DANGEROUS, false, &user)
+        .await
+        .unwrap();
+    assert_eq!(user.asks(), 2, "another session asks again");
+    policy
+        .check("s1", "terminal", OTHER_DANGEROUS, false, &user)
+        .await
+        .unwrap();
+    assert_eq!(user.asks(), 3, "another finding asks again");
+
+    policy.end_session("s1");
+    policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await
+        .unwrap();
+    assert_eq!(user.asks(), 4, "an ended session forgets its approvals");
+    assert!(
+        !always_file(&dir).exists(),
+        "session approvals are not persisted"
+    );
+}
+
+#[tokio::test]
+async fn always_persists_across_policies_loaded_from_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = always_file(&dir);
+    let user = Fake::new(Decision::Always);
+
+    let first = policy(&path);
+    let approval = first.check("s1", "terminal", DANGEROUS, false, &user).await;
+    assert_eq!(approval, Ok(Approval::Always { save_error: None }));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("rm-recursive")
+    );
+
+    let reloaded = policy(&path);
+    let nobody = Fake::new(Decision::Deny);
+    let approval = reloaded
+        .check("s9", "terminal", DANGEROUS, false, &nobody)
+        .await;
+    assert_eq!(approval, Ok(Approval::Always { save_error: None }));
+    assert_eq!(nobody.asks(), 0);
+
+    // A second "always" keeps the first one.
+    reloaded
+        .check("s9", "terminal", OTHER_DANGEROUS, false, &user)
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("rm-recursive") && text.contains("git-push-force"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn deny_refuses_with_a_message_for_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Deny);
+
+    let denied = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::User);
+    assert_eq!(denied.message, "denied by the user: recursive delete");
+    assert_eq!(denied.to_string(), denied.message);
+
+    let denied = policy
+        .check("s1", "terminal", DANGEROUS, false, &DenyAll)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::User);
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_answer_within_the_timeout_is_a_denial() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let slow = Fake {
+        delay: Some(Duration::from_secs(3600)),
+        ..Fake::new(Decision::Once)
+    };
+
+    let denied = policy
+        .check("s1", "terminal", DANGEROUS, false, &slow)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::Timeout);
+    assert_eq!(
+        denied.message,
+        "approval timed out after 60s: recursive delete"
+    );
+
+    let quick = policy.with_timeout(Duration::from_millis(1500));
+    let denied = quick
+        .check("s1", "terminal", DANGEROUS, false, &slow)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        denied.message,
+        "approval timed out after 1.5s: recursive delete"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_just_inside_the_timeout_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake {
+        delay: Some(Duration::from_secs(59)),
+        ..Fake::new(Decision::Once)
+    };
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
+    assert_eq!(approval, Ok(Approval::Once));
+}
+
+#[tokio::test]
+async fn yolo_skips_asking_but_hardline_is_still_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir)).with_yolo(true);
+    let user = Fake::new(Decision::Always);
+
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
+    assert_eq!(approval, Ok(Approval::Yolo));
+
+    let denied = policy
+        .check("s1", "terminal", HARDLINE, false, &user)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::Hardline);
+    assert_eq!(
+        denied.message,
+        "blocked: recursive delete of the root, home or a system directory (hardline: never allowed)"
+    );
+    assert_eq!(user.asks(), 0);
+}
+
+#[tokio::test]
+async fn sandboxed_backends_skip_asking_but_hardline_is_still_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Always);
+
+    let approval = policy.check("s1", "terminal", DANGEROUS, true, &user).await;
+    assert_eq!(approval, Ok(Approval::Sandboxed));
+    let denied = policy
+        .check("s1", "terminal", "mkfs.ext4 /dev/sda1", true, &user)
+        .await;
+    assert_eq!(denied.unwrap_err().kind, DeniedKind::Hardline);
+    assert_eq!(user.asks(), 0);
+}
+
+#[tokio::test]
+async fn hardline_cannot_be_approved_even_by_an_always_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Always);
+    let denied = policy.check("s1", "terminal", HARDLINE, false, &user).await;
+    assert_eq!(denied.unwrap_err().kind, DeniedKind::Hardline);
+    assert_eq!(user.asks(), 0);
+}
+
+#[tokio::test]
+async fn safe_commands_never_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir));
+    let user = Fake::new(Decision::Deny);
+    for command in ["ls -la /", "cargo build", "git status", "rm file.txt"] {
+        let approval = policy.check("s1", "terminal", command, false, &user).await;
+        assert_eq!(approval, Ok(Approval::Safe), "{command}");
+    }
+    assert_eq!(user.asks(), 0);
+}
+
+#[test]
+fn corrupt_always_file_is_an_error_naming_it_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.toml");
+    let corrupt = "always = [\"rm-recursive\"\n";
+    std::fs::write(&path, corrupt).unwrap();
+
+    let err = ApprovalPolicy::load(&path).unwrap_err();
+    assert!(
+        matches!(err, ApprovalError::CorruptAlways { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), corrupt);
+}
+
+#[tokio::test]
+async fn a_file_corrupted_after_loading_is_reported_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.toml");
+    let policy = policy(&path);
+    let corrupt = "this is not toml = = =\n";
+    std::fs::write(&path, corrupt).unwrap();
+
+    let user = Fake::new(Decision::Always);
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
+    let Ok(Approval::Always {
+        save_error: Some(error),
+    }) = approval
+    else {
+        panic!("expected an unsaved always approval, got {approval:?}");
+    };
+    assert!(error.contains(&path.display().to_string()), "{error}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), corrupt);
+
+    // Still approved for this process.
+    let again = policy
+        .check("s2", "terminal", DANGEROUS, false, &user)
+        .await;
+    assert_eq!(again, Ok(Approval::Always { save_error: None }));
+    assert_eq!(user.asks(), 1);
+}
