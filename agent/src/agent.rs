@@ -11,14 +11,18 @@ use talaria_kernel::{
     ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SystemClock, ToolDispatcher,
 };
 
+use talaria_dispatch::{
+    DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolSource, ToolsetDef, Toolsets,
+};
 use talaria_providers::ProviderConfig;
 
 use crate::config::NetworkConfig;
+use crate::config::ToolsConfig;
 use crate::home::ProfileHome;
 use crate::plugins::load_plugins;
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
-use crate::tools::{CompositeTools, NativeTools, builtin};
+use crate::tools::{NativeTools, builtin};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,14 +102,15 @@ impl Agent {
             .collect::<Result<Vec<_>, BuildError>>()?;
         let plugins = load_plugins(home, cwd, surface.name()).await;
         let mut notices = plugins.notices;
-        let mut parts: Vec<Arc<dyn ToolDispatcher>> = vec![Arc::new(NativeTools::new(builtin()))];
+        let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(builtin()))];
         if let Some(plugin_tools) = plugins.tools {
-            parts.push(Arc::new(plugin_tools));
+            sources.push(Arc::new(plugin_tools));
         }
-        let (tools, shadowed) = CompositeTools::new(parts);
-        notices.extend(shadowed.into_iter().map(|name| {
-            format!("plugin tool '{name}' is shadowed by the built-in tool of that name")
-        }));
+        let (tools, dispatch_notices) = Dispatcher::new(
+            sources,
+            dispatch_options(&settings.config.tools, surface, home, cwd),
+        );
+        notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
         let store = Arc::new(MemorySessionStore::default());
         let persona = std::fs::read_to_string(home.soul_file())
@@ -172,6 +177,40 @@ impl Agent {
     /// The session store.
     pub fn store(&self) -> &MemorySessionStore {
         &self.store
+    }
+}
+
+/// The tool layer's settings for a session on `surface` in `cwd`.
+fn dispatch_options(
+    config: &ToolsConfig,
+    surface: Surface,
+    home: &ProfileHome,
+    cwd: &Path,
+) -> DispatchOptions {
+    let mut toolsets = Toolsets::default();
+    for (name, def) in &config.toolsets {
+        toolsets.define(
+            name.clone(),
+            ToolsetDef {
+                tools: def.tools.clone(),
+                includes: def.includes.clone(),
+            },
+        );
+    }
+    DispatchOptions {
+        toolsets,
+        profile: Profile::for_surface(surface.name()),
+        selection: Selection {
+            enabled: config.enabled.clone(),
+            disabled: config.disabled.clone(),
+        },
+        cwd: cwd.to_path_buf(),
+        budget: ResultBudget {
+            max_bytes: config.result_max_bytes,
+            max_lines: config.result_max_lines,
+            turn_bytes: config.turn_max_bytes,
+        },
+        spill_root: home.sessions_dir(),
     }
 }
 

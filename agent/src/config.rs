@@ -102,6 +102,53 @@ impl Default for NetworkConfig {
     }
 }
 
+/// A toolset defined by the user: tools and other toolsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsetConfig {
+    /// Tool names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Other toolsets it includes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub includes: Vec<String>,
+}
+
+/// Which tools the model may use, and how large their results may be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Only these toolsets (within the surface's profile); unset: all of the profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<Vec<String>>,
+    /// Toolsets never offered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disabled: Vec<String>,
+    /// Composite toolsets of your own.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub toolsets: std::collections::BTreeMap<String, ToolsetConfig>,
+    /// Most bytes of one tool result before it is previewed and spilled to a file.
+    pub result_max_bytes: usize,
+    /// Most lines of one tool result.
+    pub result_max_lines: usize,
+    /// Most bytes of one turn's tool results together.
+    pub turn_max_bytes: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        let budget = talaria_dispatch::ResultBudget::default();
+        Self {
+            enabled: None,
+            disabled: Vec::new(),
+            toolsets: std::collections::BTreeMap::new(),
+            result_max_bytes: budget.max_bytes,
+            result_max_lines: budget.max_lines,
+            turn_max_bytes: budget.turn_bytes,
+        }
+    }
+}
+
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -120,6 +167,9 @@ pub struct ConfigFile {
     /// Timeouts.
     #[serde(skip_serializing_if = "is_default")]
     pub network: NetworkConfig,
+    /// Tool selection and result limits.
+    #[serde(skip_serializing_if = "is_default")]
+    pub tools: ToolsConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

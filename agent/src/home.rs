@@ -59,6 +59,11 @@ impl ProfileHome {
         self.root.join("plugin-data")
     }
 
+    /// Per-session files (spilled tool output): `sessions/<id>/`.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
     /// Plugin log lines (info and above), appended by every process.
     pub fn plugin_log_file(&self) -> PathBuf {
         self.root.join("logs").join("plugins.log")

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use talaria_dispatch::ToolFlags;
 use talaria_kernel::ToolSpec;
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
@@ -70,16 +71,6 @@ pub struct CacheStats {
 }
 
 /// How the scheduler may run a tool's calls (from the plugin's `tool-flags`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ToolFlags {
-    /// Never run alongside another call.
-    pub never_parallel: bool,
-    /// No side effects.
-    pub read_only: bool,
-    /// The argument naming the path the call touches.
-    pub path_argument: Option<String>,
-}
-
 /// A tool a plugin provides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolInfo {
@@ -240,6 +231,10 @@ impl PluginHost {
         };
         let mut linker = Linker::<PluginState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| HostError::Engine(error_text(&e)))?;
+        // Always linked so any component importing it loads; each request is
+        // checked against the plugin's network grants (none: all denied).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| HostError::Engine(error_text(&e)))?;
         ToolPlugin::add_to_linker::<PluginState, wasmtime::component::HasSelf<HostCtx>>(
             &mut linker,

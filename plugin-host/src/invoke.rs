@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
+use wasmtime_wasi_http::WasiHttpCtx;
 
 use crate::bindings::ToolPluginPre;
 use crate::cache::error_text;
 use crate::error::CallError;
 use crate::hooks::HooksPluginPre;
+use crate::http::HttpPolicy;
 use crate::log::{CapturedOutput, LogLevel, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
 use crate::sandbox::Sandbox;
 use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
@@ -49,6 +51,11 @@ pub(crate) fn prepare(inv: &Invocation<'_>, sandbox: &Sandbox) -> Result<Prepare
         })?;
     let state = PluginState {
         wasi,
+        http: WasiHttpCtx::new(),
+        http_policy: HttpPolicy {
+            net: shared.net.clone(),
+            log: shared.log.clone(),
+        },
         table: ResourceTable::new(),
         limiter: MemoryLimiter::new(shared.memory_limit_bytes()),
         host: HostCtx {

@@ -21,6 +21,7 @@ mod failures;
 mod grants;
 mod hooks;
 mod host;
+mod http;
 mod imports;
 mod invoke;
 mod kv;
@@ -37,7 +38,7 @@ pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::grants::Grants;
 pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};
-pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolFlags, ToolInfo};
+pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolInfo};
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
 pub use crate::manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
@@ -46,3 +47,4 @@ pub use crate::manifest::{
 pub use crate::net::NetPattern;
 pub use crate::tools::{PluginTools, ToolInstance};
 pub use crate::version::{HOST_API, compatible};
+pub use talaria_dispatch::ToolFlags;

@@ -173,6 +173,8 @@ pub struct Manifest {
     pub api: semver::Version,
     /// One line for humans.
     pub description: String,
+    /// The toolset its tools belong to (default: the plugin's name).
+    pub toolset: String,
     /// The kinds it provides (at least one).
     pub provides: Vec<PluginKind>,
     /// The component file, relative to the plugin directory.
@@ -246,6 +248,8 @@ struct RawManifest {
     api: Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    toolset: Option<Spanned<String>>,
     provides: Spanned<Vec<PluginKind>>,
     #[serde(default)]
     wasm: Option<Spanned<String>>,
@@ -400,6 +404,28 @@ impl Manifest {
             }
         };
 
+        let toolset = match raw.toolset {
+            None => raw.name.get_ref().clone(),
+            Some(toolset) => {
+                let span = toolset.span();
+                let toolset = toolset.into_inner();
+                if toolset.is_empty()
+                    || !toolset
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    return Err(at(
+                        span,
+                        "toolset",
+                        format!(
+                            "{toolset:?} is not a toolset name: use letters, digits, '_' and '-'"
+                        ),
+                    ));
+                }
+                toolset
+            }
+        };
+
         let config = raw
             .config
             .into_iter()
@@ -420,6 +446,7 @@ impl Manifest {
             version,
             api,
             description: raw.description,
+            toolset,
             provides,
             wasm,
             capabilities,

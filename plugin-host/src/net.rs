@@ -138,6 +138,11 @@ impl NetPolicy {
         self.patterns.is_empty()
     }
 
+    /// Whether an HTTP request to `host:port` is allowed (names, suffixes, literals).
+    pub(crate) fn allows_name(&self, host: &str, port: u16) -> bool {
+        self.patterns.iter().any(|p| p.allows_name(host, port))
+    }
+
     pub(crate) async fn allows(&self, addr: SocketAddr) -> bool {
         for pattern in self.patterns.iter() {
             if pattern.allows_addr(addr).await {

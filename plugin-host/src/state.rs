@@ -10,6 +10,9 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::http::HttpPolicy;
 use crate::kv::KvStore;
 use crate::log::PluginLog;
 use crate::manifest::{Capabilities, Limits};
@@ -120,11 +123,23 @@ impl ResourceLimiter for MemoryLimiter {
 /// The data of one store (one plugin instance).
 pub(crate) struct PluginState {
     pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_policy: HttpPolicy,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) host: HostCtx,
     /// Set by the epoch callback when the call's deadline passed.
     pub(crate) timed_out: bool,
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_policy,
+        }
+    }
 }
 
 impl WasiView for PluginState {

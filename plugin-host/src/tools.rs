@@ -7,17 +7,19 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use talaria_kernel::{ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall};
+use talaria_dispatch::{ToolEntry, ToolSource};
+use talaria_kernel::{ToolContext, ToolResult, ToolSpec, ValidatedCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin, ToolFlags};
+use crate::host::{LoadedInner, LoadedPlugin};
 use crate::invoke::{Prepared, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
+use talaria_dispatch::ToolFlags;
 
 fn tool_error_text(err: ToolError) -> String {
     match err {
@@ -335,66 +337,49 @@ impl PluginTools {
         result
     }
 
-    async fn run_one(
+    /// The tools as the model sees them.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+}
+
+/// Each call runs in a fresh instance of its plugin; the dispatcher decides
+/// what runs in parallel (from each tool's flags).
+#[async_trait]
+impl ToolSource for PluginTools {
+    fn tools(&self) -> Vec<ToolEntry> {
+        self.entries
+            .iter()
+            .flat_map(|entry| {
+                let toolset = &entry.plugin.manifest().toolset;
+                entry.plugin.tools().iter().map(|tool| ToolEntry {
+                    spec: tool.spec.clone(),
+                    flags: tool.flags.clone(),
+                    toolset: toolset.clone(),
+                })
+            })
+            .collect()
+    }
+
+    async fn call(
         &self,
         call: &ValidatedCall,
         context: &ToolContext,
         cancel: &CancellationToken,
     ) -> ToolResult {
         let arguments = call.arguments.to_string();
-        match self
-            .call(
-                &call.call.name,
-                &arguments,
-                &call.call.id,
-                &context.session_id,
-                cancel,
-            )
-            .await
+        match PluginTools::call(
+            self,
+            &call.call.name,
+            &arguments,
+            &call.call.id,
+            &context.session_id,
+            cancel,
+        )
+        .await
         {
             Ok(output) => ToolResult::ok(&call.call, output),
             Err(err) => ToolResult::error(&call.call, err.to_string()),
         }
-    }
-
-    fn parallel_safe(&self, call: &ValidatedCall) -> bool {
-        self.flags(&call.call.name)
-            .is_some_and(|f| f.read_only && !f.never_parallel)
-    }
-}
-
-#[async_trait]
-impl ToolDispatcher for PluginTools {
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
-    }
-
-    async fn execute(
-        &self,
-        calls: &[ValidatedCall],
-        context: &ToolContext,
-        cancel: &CancellationToken,
-    ) -> Vec<ToolResult> {
-        let mut results = Vec::with_capacity(calls.len());
-        let mut i = 0;
-        while i < calls.len() {
-            // A run of read-only calls goes in parallel; anything else alone.
-            let mut end = i + 1;
-            if self.parallel_safe(&calls[i]) {
-                while end < calls.len() && self.parallel_safe(&calls[end]) {
-                    end += 1;
-                }
-            }
-            if end - i == 1 {
-                results.push(self.run_one(&calls[i], context, cancel).await);
-            } else {
-                let batch = calls[i..end]
-                    .iter()
-                    .map(|call| self.run_one(call, context, cancel));
-                results.extend(futures_util::future::join_all(batch).await);
-            }
-            i = end;
-        }
-        results
     }
 }

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use common::*;
 use serde_json::{Value, json};
-use talaria_kernel::ToolDispatcher;
 use talaria_plugin_host::{Grants, Manifest, PluginTools};
 
 struct Fixture {

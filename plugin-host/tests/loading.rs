@@ -6,7 +6,6 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use talaria_kernel::ToolDispatcher;
 use talaria_plugin_host::{Grants, LoadError, PluginHost, PluginKind, PluginTools};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::json;
-use talaria_kernel::{ToolCall, ToolContext, ToolDispatcher, ValidatedCall};
+use talaria_dispatch::ToolSource;
+use talaria_kernel::{ToolCall, ToolContext, ValidatedCall};
 use talaria_plugin_host::{Grants, LoadedPlugin, LogSource, Manifest, PluginTools};
 use tokio_util::sync::CancellationToken;
 
@@ -324,6 +325,91 @@ async fn only_granted_addresses_can_be_reached() {
     f2.assert_still_works("s").await;
 }
 
+/// A loopback HTTP server answering every request with `hello over http`;
+/// returns its port and a counter of the requests it served.
+async fn http_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = "hello over http";
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (port, served)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn outgoing_http_is_checked_against_the_network_grants() {
+    use std::sync::atomic::Ordering;
+    let (port, served) = http_server().await;
+    let (other_port, other_served) = http_server().await;
+
+    let f = fixture().await;
+    let out = f
+        .call(
+            "s",
+            "http_get",
+            json!({ "url": format!("http://127.0.0.1:{port}/") }),
+        )
+        .await;
+    assert!(
+        denied_message(&out).contains("not in the plugin's network grants"),
+        "{out:?}"
+    );
+
+    let f = fixture_with(
+        |m| with_capability(m, &format!("network = [\"localhost:{port}\"]")),
+        None,
+    )
+    .await;
+    let out = f
+        .call(
+            "s",
+            "http_get",
+            json!({ "url": format!("http://localhost:{port}/x?y=1") }),
+        )
+        .await;
+    assert!(succeeded(&out), "a granted host name was refused: {out:?}");
+    assert_eq!(probe(&out)["status"], json!(200));
+    assert_eq!(probe(&out)["body"], json!("hello over http"));
+
+    for url in [
+        format!("http://localhost:{other_port}/"),
+        format!("http://127.0.0.1:{port}/"),
+    ] {
+        let out = f.call("s", "http_get", json!({ "url": url })).await;
+        assert!(!denied_message(&out).is_empty(), "{url}: {out:?}");
+    }
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        1,
+        "only the granted request arrived"
+    );
+    assert_eq!(other_served.load(Ordering::SeqCst), 0);
+    assert!(f.plugin.log().contains("denied HTTP request"));
+    f.assert_still_works("s").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn spinning_times_out() {
     let f = fixture().await;
@@ -562,7 +648,7 @@ async fn cancellation_aborts_a_call_promptly() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn every_call_gets_one_result_in_order() {
+async fn every_call_gets_its_own_result() {
     let f = fixture().await;
     let calls: Vec<ValidatedCall> = [
         ("1", "read_file_at", json!({ "path": "inside.txt" })),
@@ -581,16 +667,13 @@ async fn every_call_gets_one_result_in_order() {
         arguments: args,
     })
     .collect();
-    let results = f
-        .tools
-        .execute(
-            &calls,
-            &ToolContext {
-                session_id: "order".into(),
-            },
-            &CancellationToken::new(),
-        )
-        .await;
+    let context = ToolContext {
+        session_id: "order".into(),
+    };
+    let mut results = Vec::new();
+    for call in &calls {
+        results.push(ToolSource::call(&f.tools, call, &context, &CancellationToken::new()).await);
+    }
     let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(ids, ["1", "2", "3", "4", "5"]);
     let errors: Vec<bool> = results.iter().map(|r| r.is_error).collect();

@@ -1,18 +1,15 @@
 //! Agent-level tools that run natively in the host (they need the agent's own
 //! state, not a sandbox). Plugin tools arrive through the plugin platform.
 
-mod composite;
 mod todo;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use talaria_kernel::{
-    CancellationToken, ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall,
-};
+use talaria_dispatch::{ToolEntry, ToolFlags, ToolSource};
+use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 
-pub use composite::CompositeTools;
 pub use todo::TodoTool;
 
 /// A tool implemented in the host.
@@ -20,6 +17,12 @@ pub use todo::TodoTool;
 pub trait NativeTool: Send + Sync {
     /// What the model sees.
     fn spec(&self) -> ToolSpec;
+    /// The toolset it belongs to.
+    fn toolset(&self) -> &'static str;
+    /// How the scheduler may run it (default: alone).
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::default()
+    }
     /// Runs the call; `Err` is a message the model reads as an error result.
     async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, String>;
 }
@@ -29,46 +32,45 @@ pub fn builtin() -> Vec<Arc<dyn NativeTool>> {
     vec![Arc::new(TodoTool::default())]
 }
 
-/// Dispatches calls to native tools, one after another (the parallel scheduler
-/// belongs to the tool execution layer).
+/// The native tools as a tool source.
 pub struct NativeTools {
     tools: Vec<Arc<dyn NativeTool>>,
 }
 
 impl NativeTools {
-    /// A dispatcher over `tools`.
+    /// A source over `tools`.
     pub fn new(tools: Vec<Arc<dyn NativeTool>>) -> Self {
         Self { tools }
     }
 }
 
 #[async_trait]
-impl ToolDispatcher for NativeTools {
-    fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+impl ToolSource for NativeTools {
+    fn tools(&self) -> Vec<ToolEntry> {
+        self.tools
+            .iter()
+            .map(|tool| ToolEntry {
+                spec: tool.spec(),
+                flags: tool.flags(),
+                toolset: tool.toolset().to_owned(),
+            })
+            .collect()
     }
 
-    async fn execute(
+    async fn call(
         &self,
-        calls: &[ValidatedCall],
+        call: &ValidatedCall,
         context: &ToolContext,
-        cancel: &CancellationToken,
-    ) -> Vec<ToolResult> {
-        let mut results = Vec::with_capacity(calls.len());
-        for valid in calls {
-            if cancel.is_cancelled() {
-                break;
-            }
-            let tool = self.tools.iter().find(|t| t.spec().name == valid.call.name);
-            let outcome = match tool {
-                Some(tool) => tool.call(&valid.arguments, context).await,
-                None => Err(format!("tool '{}' is not available", valid.call.name)),
-            };
-            results.push(match outcome {
-                Ok(value) => ToolResult::ok(&valid.call, value.to_string()),
-                Err(message) => ToolResult::error(&valid.call, message),
-            });
+        _cancel: &CancellationToken,
+    ) -> ToolResult {
+        let tool = self.tools.iter().find(|t| t.spec().name == call.call.name);
+        let outcome = match tool {
+            Some(tool) => tool.call(&call.arguments, context).await,
+            None => Err(format!("tool '{}' is not available", call.call.name)),
+        };
+        match outcome {
+            Ok(value) => ToolResult::ok(&call.call, value.to_string()),
+            Err(message) => ToolResult::error(&call.call, message),
         }
-        results
     }
 }

@@ -28,6 +28,10 @@ pub struct TodoTool {
 
 #[async_trait]
 impl NativeTool for TodoTool {
+    fn toolset(&self) -> &'static str {
+        "todo"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "todo".into(),

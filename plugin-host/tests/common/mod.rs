@@ -152,7 +152,8 @@ pub async fn call(
     tool: &str,
     args: serde_json::Value,
 ) -> Outcome {
-    use talaria_kernel::{ToolCall, ToolContext, ToolDispatcher, ValidatedCall};
+    use talaria_dispatch::ToolSource;
+    use talaria_kernel::{ToolCall, ToolContext, ValidatedCall};
     let call = ValidatedCall {
         call: ToolCall {
             id: format!("call-{tool}"),
@@ -161,17 +162,10 @@ pub async fn call(
         },
         arguments: args,
     };
-    let results = tools
-        .execute(
-            std::slice::from_ref(&call),
-            &ToolContext {
-                session_id: session.to_owned(),
-            },
-            &CancellationToken::new(),
-        )
-        .await;
-    assert_eq!(results.len(), 1);
-    let result = results.into_iter().next().unwrap();
+    let context = ToolContext {
+        session_id: session.to_owned(),
+    };
+    let result = ToolSource::call(tools, &call, &context, &CancellationToken::new()).await;
     assert_eq!(result.call_id, call.call.id);
     Outcome {
         content: result.content,

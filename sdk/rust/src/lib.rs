@@ -76,6 +76,7 @@
 mod error;
 mod hooks;
 mod host;
+pub mod http;
 mod tool;
 
 /// The bindings `wit_bindgen` generates for the `tool-plugin` world.

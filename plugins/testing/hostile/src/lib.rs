@@ -135,6 +135,34 @@ impl Tool for Connect {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct HttpGetArgs {
+    /// `http://host:port/path`.
+    pub url: String,
+}
+
+/// `http_get`: an outgoing HTTP request through `wasi:http`.
+#[derive(Default)]
+pub struct HttpGet;
+
+impl Tool for HttpGet {
+    const NAME: &'static str = "http_get";
+    const DESCRIPTION: &'static str = "GETs url over wasi:http";
+    type Args = HttpGetArgs;
+
+    fn call(&self, args: HttpGetArgs, _: &CallContext) -> Result<Value, ToolError> {
+        Ok(
+            match talaria_plugin_sdk::http::Request::get(&args.url)
+                .timeout_ms(1500)
+                .send()
+            {
+                Ok(r) => json!({ "ok": true, "status": r.status, "body": r.text() }),
+                Err(e) => host_outcome(&e),
+            },
+        )
+    }
+}
+
 /// `spin`: loops forever (the host's timeout must stop it).
 #[derive(Default)]
 pub struct Spin;
@@ -323,7 +351,7 @@ impl Tool for Context {
 /// Every tool (`bad_json` last).
 pub type Tools = (
     (ReadFileAt, WriteFileAt, ListDir, Connect, Spin, Hog, Panic),
-    (Exec, Config, KvRoundtrip, EnvVars, Context, BadJson),
+    (Exec, Config, KvRoundtrip, EnvVars, Context, HttpGet, BadJson),
 );
 
 /// The provider, written by hand so `bad_json` can return raw text.

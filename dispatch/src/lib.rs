@@ -1,0 +1,26 @@
+//! The stateless layer between the agent loop and the tools.
+//!
+//! - [`ToolSource`]: where tools come from (native agent tools, plugins); each
+//!   tool carries scheduling [`ToolFlags`] and the toolset it belongs to.
+//! - [`Toolsets`] and [`Profile`]: which tools the model may see. A tool
+//!   outside the selection is not in the model's list at all.
+//! - [`plan`]: which calls of one turn may run together (read-only calls, and
+//!   path-scoped calls whose paths do not overlap), at most
+//!   [`MAX_WORKERS`] at a time, results in call order.
+//! - [`ResultBudget`]: keeps each result, and a turn's results together,
+//!   within budget; the full output is spilled to a file the result names.
+//! - [`Dispatcher`]: the kernel's `ToolDispatcher` over all of it.
+
+mod budget;
+mod dispatcher;
+mod paths;
+mod scheduler;
+mod source;
+mod toolsets;
+
+pub use budget::ResultBudget;
+pub use dispatcher::{DispatchOptions, Dispatcher};
+pub use paths::{normalize_path, overlaps};
+pub use scheduler::{MAX_WORKERS, PlannedCall, plan};
+pub use source::{ToolEntry, ToolFlags, ToolSource};
+pub use toolsets::{Profile, Selection, ToolsetDef, ToolsetError, Toolsets};
