@@ -351,7 +351,15 @@ impl Tool for Context {
 /// Every tool (`bad_json` last).
 pub type Tools = (
     (ReadFileAt, WriteFileAt, ListDir, Connect, Spin, Hog, Panic),
-    (Exec, Config, KvRoundtrip, EnvVars, Context, HttpGet, BadJson),
+    (
+        Exec,
+        Config,
+        KvRoundtrip,
+        EnvVars,
+        Context,
+        HttpGet,
+        BadJson,
+    ),
 );
 
 /// The provider, written by hand so `bad_json` can return raw text.
