@@ -340,8 +340,8 @@ fn mistakes_of_the_model_reach_it_as_tool_results() {
         .collect();
     assert!(
         results[0].content.contains(
-            "Unknown tool 'no_such_tool'. Available tools: patch, read_file, search_files, \
-             todo, write_file."
+            "Unknown tool 'no_such_tool'. Available tools: patch, process, read_file, \
+             search_files, terminal, todo, write_file."
         ),
         "{}",
         results[0].content
@@ -716,7 +716,7 @@ fn plugins_list_shows_sources_requests_and_grants() {
     let output = run(home.talaria(&["plugins", "info", "nope"]));
     assert_code(&output, 2);
     assert!(
-        stderr(&output).contains("no plugin named 'nope' (installed: fs)"),
+        stderr(&output).contains("no plugin named 'nope' (installed: fs, terminal)"),
         "{}",
         stderr(&output)
     );

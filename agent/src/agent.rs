@@ -11,13 +11,16 @@ use talaria_kernel::{
     ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SystemClock, ToolDispatcher,
 };
 
+use talaria_approval::Approver;
 use talaria_dispatch::{
     DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolSource, ToolsetDef, Toolsets,
 };
+use talaria_plugin_host::ExecServices;
 use talaria_providers::ProviderConfig;
 
 use crate::config::NetworkConfig;
 use crate::config::ToolsConfig;
+use crate::exec_setup::exec_services;
 use crate::home::ProfileHome;
 use crate::plugins::load_plugins;
 use crate::settings::{ModelSettings, Settings};
@@ -78,17 +81,20 @@ pub struct Agent {
     agent_loop: AgentLoop,
     conversation: Conversation,
     store: Arc<MemorySessionStore>,
+    exec: ExecServices,
     notices: Vec<String>,
 }
 
 impl Agent {
     /// Builds the agent for a session in `cwd` and freezes the session's prompt.
+    /// `approver` answers for the user when a command needs approval.
     /// Plugins that cannot be loaded are left out and listed in [`Agent::notices`].
     pub async fn build(
         settings: &Settings,
         home: &ProfileHome,
         surface: Surface,
         cwd: &Path,
+        approver: Arc<dyn Approver>,
     ) -> Result<Self, BuildError> {
         let network = &settings.config.network;
         let routes = std::iter::once(&settings.primary)
@@ -100,7 +106,14 @@ impl Agent {
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
-        let plugins = load_plugins(home, cwd, surface.name()).await;
+        let exec = exec_services(
+            &settings.config.terminal,
+            &settings.config.approvals,
+            settings.yolo,
+            home,
+            approver,
+        )?;
+        let plugins = load_plugins(home, cwd, surface.name(), exec.clone()).await;
         let mut notices = plugins.notices;
         let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(builtin()))];
         if let Some(plugin_tools) = plugins.tools {
@@ -136,6 +149,7 @@ impl Agent {
             agent_loop,
             conversation: Conversation::new(new_session_id(), prompt),
             store,
+            exec,
             notices,
         })
     }
@@ -156,6 +170,9 @@ impl Agent {
     /// when the conversation is over.
     pub async fn end_session(&mut self) {
         self.agent_loop.end_session(&self.conversation).await;
+        let session = &self.conversation.session_id;
+        self.exec.processes.end_session(session);
+        self.exec.executor.policy().end_session(session);
     }
 
     /// The loop's cross-turn state (usage, retries, active fallback).

@@ -149,6 +149,94 @@ impl Default for ToolsConfig {
     }
 }
 
+/// Where commands run (`terminal.backend`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// This machine, in the working directory.
+    #[default]
+    Local,
+    /// Inside bubblewrap: read-only system, writable working directory.
+    Bwrap,
+    /// On a remote host over ssh.
+    Ssh,
+}
+
+/// The ssh backend's target (`terminal.ssh`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SshTargetConfig {
+    /// Host name or address.
+    pub host: String,
+    /// Port (default 22).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Remote user (default: the local user name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Private key file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_file: Option<String>,
+    /// Remote working directory (default: the local working directory's path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// How the terminal tools run commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TerminalConfig {
+    /// local, bwrap or ssh.
+    pub backend: BackendKind,
+    /// bwrap: whether commands may use the network.
+    pub network: bool,
+    /// ssh: the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<SshTargetConfig>,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        Self {
+            backend: BackendKind::Local,
+            network: true,
+            ssh: None,
+        }
+    }
+}
+
+/// What happens when a command needs approval (`approvals.mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalMode {
+    /// Ask the user (on surfaces that can); deny where nobody can answer.
+    #[default]
+    Ask,
+    /// Allow dangerous commands without asking (hardline ones stay blocked).
+    Yolo,
+    /// Deny dangerous commands without asking.
+    Deny,
+}
+
+/// Command approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalsConfig {
+    /// ask, yolo or deny.
+    pub mode: ApprovalMode,
+    /// Seconds to wait for an answer before denying.
+    pub timeout_secs: u64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            mode: ApprovalMode::Ask,
+            timeout_secs: 60,
+        }
+    }
+}
+
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -170,6 +258,12 @@ pub struct ConfigFile {
     /// Tool selection and result limits.
     #[serde(skip_serializing_if = "is_default")]
     pub tools: ToolsConfig,
+    /// Where terminal commands run.
+    #[serde(skip_serializing_if = "is_default")]
+    pub terminal: TerminalConfig,
+    /// Command approval.
+    #[serde(skip_serializing_if = "is_default")]
+    pub approvals: ApprovalsConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

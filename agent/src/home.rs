@@ -59,6 +59,11 @@ impl ProfileHome {
         self.root.join("plugin-data")
     }
 
+    /// Commands approved "always" in this profile.
+    pub fn approvals_file(&self) -> PathBuf {
+        self.root.join("approvals.toml")
+    }
+
     /// Per-session files (spilled tool output): `sessions/<id>/`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod config;
 pub mod env;
+pub mod exec_setup;
 pub mod grants;
 pub mod home;
 pub mod plugins;

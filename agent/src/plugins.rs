@@ -209,7 +209,12 @@ pub struct SessionPlugins {
 /// Discovers, grants and loads every tool and hooks plugin for a session in
 /// `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
 /// that fails to load is left out and reported in the notices.
-pub async fn load_plugins(home: &ProfileHome, cwd: &Path, surface: &str) -> SessionPlugins {
+pub async fn load_plugins(
+    home: &ProfileHome,
+    cwd: &Path,
+    surface: &str,
+    exec: talaria_plugin_host::ExecServices,
+) -> SessionPlugins {
     use talaria_plugin_host::{
         Grants, HostOptions, LoadedPlugin, PluginHooks, PluginHost, PluginKind, PluginTools,
     };
@@ -239,7 +244,8 @@ pub async fn load_plugins(home: &ProfileHome, cwd: &Path, surface: &str) -> Sess
         })
         .ok();
     let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
-        .with_log_file(home.plugin_log_file());
+        .with_log_file(home.plugin_log_file())
+        .with_exec(exec);
     let host = match PluginHost::new(options) {
         Ok(host) => host,
         Err(error) => {

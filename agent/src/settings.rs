@@ -63,6 +63,8 @@ pub struct Settings {
     pub fallbacks: Vec<ModelSettings>,
     /// The parsed config file (for the remaining sections).
     pub config: ConfigFile,
+    /// `--yolo`: dangerous commands run without asking (hardline ones never).
+    pub yolo: bool,
 }
 
 /// Settings that cannot be resolved.
@@ -173,6 +175,7 @@ impl Settings {
             primary,
             fallbacks,
             config,
+            yolo: false,
         })
     }
 

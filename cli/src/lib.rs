@@ -1,6 +1,7 @@
 //! The `talaria` command line: a thin surface that builds an agent, runs a
 //! conversation and renders its events.
 
+mod approver;
 mod args;
 mod exit;
 mod plugin_dev;

@@ -76,7 +76,7 @@ fn cancel_on_ctrl_c(token: CancellationToken) {
 
 /// Runs the default command.
 pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
-    let settings = match settings(&args, &home).await {
+    let mut settings = match settings(&args, &home).await {
         Ok(settings) => settings,
         Err(status) => return status,
     };
@@ -89,7 +89,9 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Ok(cwd) => cwd,
         Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
     };
-    let mut agent = match Agent::build(&settings, &home, surface, &cwd).await {
+    settings.yolo = args.yolo;
+    let approver = Arc::new(crate::approver::TerminalApprover);
+    let mut agent = match Agent::build(&settings, &home, surface, &cwd, approver).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
     };

@@ -1,4 +1,4 @@
-//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.0`).
+//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.1`).
 //!
 //! Imports are async (exec awaits a child process); exports are called with
 //! `call_*` async methods on a fiber, so epoch ticks can yield. The
@@ -29,6 +29,7 @@ pub(crate) mod hooks_world {
             "talaria:plugin/config": crate::bindings::talaria::plugin::config,
             "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
             "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
             "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
         },
     });

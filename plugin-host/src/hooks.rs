@@ -20,7 +20,7 @@ use crate::bindings::talaria::plugin::types::{
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::host::{LoadedInner, LoadedPlugin};
-use crate::invoke::{classify, prepare, race};
+use crate::invoke::{CallFor, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 
@@ -111,6 +111,18 @@ pub(crate) enum HookCall<'a> {
 }
 
 impl HookCall<'_> {
+    fn session(&self) -> Option<&SessionInfo> {
+        match self {
+            Self::Subscriptions => None,
+            Self::SessionStart(s)
+            | Self::SessionEnd(s)
+            | Self::PreLlm(s, _)
+            | Self::PostLlm(s, _)
+            | Self::PreTool(s, ..)
+            | Self::PostTool(s, ..) => Some(s),
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Self::Subscriptions => "subscriptions",
@@ -145,7 +157,15 @@ pub(crate) async fn invoke_hook(
         message: "the plugin does not provide hooks".into(),
     })?;
     let name = call.name();
-    let mut prepared = prepare(&inv, sandbox)?;
+    let session_id = call.session().map_or("", |s| s.session_id.as_str());
+    let mut prepared = prepare(
+        &inv,
+        sandbox,
+        CallFor {
+            session_id,
+            tool: name,
+        },
+    )?;
     let store = &mut prepared.store;
     let raced = race(
         async {

@@ -15,6 +15,7 @@ use crate::bindings::{ToolPlugin, ToolPluginPre};
 use crate::cache::{CompileCache, Origin, error_text};
 use crate::engine;
 use crate::error::{HostError, LoadError};
+use crate::exec_imports::ExecServices;
 use crate::grants::Grants;
 use crate::hooks::{
     HookCall, HookReply, HookSubscription, HooksPluginPre, convert_subscriptions, invoke_hook,
@@ -30,7 +31,7 @@ use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
 
 /// Where the host keeps its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HostOptions {
     /// Compiled components (`$TALARIA_HOME/cache/plugins`); created if missing.
     pub cache_dir: PathBuf,
@@ -41,6 +42,9 @@ pub struct HostOptions {
     pub profile: String,
     /// A file every plugin's log lines (info and above) are appended to.
     pub log_file: Option<PathBuf>,
+    /// Where `exec` and `process` commands go; by default local commands,
+    /// denying whatever needs approval.
+    pub exec: Option<ExecServices>,
 }
 
 impl HostOptions {
@@ -51,7 +55,14 @@ impl HostOptions {
             data_dir: data_dir.into(),
             profile: "default".into(),
             log_file: None,
+            exec: None,
         }
+    }
+
+    /// The same options with commands going to `exec`.
+    pub fn with_exec(mut self, exec: ExecServices) -> Self {
+        self.exec = Some(exec);
+        self
     }
 
     /// The same options with plugin logs appended to `path`.
@@ -87,6 +98,7 @@ pub(crate) struct HostInner {
     data_dir: PathBuf,
     profile: String,
     log_file: Option<Arc<LogFile>>,
+    exec: ExecServices,
 }
 
 /// Loads plugins. Cheap to clone; all clones share the engine, the linker
@@ -229,6 +241,11 @@ impl PluginHost {
             })?)),
             None => None,
         };
+        let exec = match options.exec.clone() {
+            Some(exec) => exec,
+            None => ExecServices::deny_all(&options.data_dir.join("approvals.toml"))
+                .map_err(HostError::Engine)?,
+        };
         let mut linker = Linker::<PluginState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| HostError::Engine(error_text(&e)))?;
@@ -249,6 +266,7 @@ impl PluginHost {
                 data_dir: options.data_dir,
                 profile: options.profile,
                 log_file,
+                exec,
             }),
         })
     }
@@ -360,6 +378,7 @@ impl PluginHost {
             },
             kv,
             net: NetPolicy::new(&caps.network),
+            exec: self.inner.exec.clone(),
             data_dir,
             caps,
         });

@@ -39,7 +39,18 @@ pub(crate) struct Prepared {
     stderr: CapturedOutput,
 }
 
-pub(crate) fn prepare(inv: &Invocation<'_>, sandbox: &Sandbox) -> Result<Prepared, CallError> {
+/// Which session and tool (or hook) a store serves, for `exec` approval.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallFor<'a> {
+    pub(crate) session_id: &'a str,
+    pub(crate) tool: &'a str,
+}
+
+pub(crate) fn prepare(
+    inv: &Invocation<'_>,
+    sandbox: &Sandbox,
+    call_for: CallFor<'_>,
+) -> Result<Prepared, CallError> {
     let shared = inv.shared;
     let stdout = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
     let stderr = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
@@ -62,6 +73,8 @@ pub(crate) fn prepare(inv: &Invocation<'_>, sandbox: &Sandbox) -> Result<Prepare
             plugin: shared.clone(),
             cwd: sandbox.host_cwd.clone(),
             deadline: Instant::now() + shared.timeout(),
+            session_id: call_for.session_id.to_owned(),
+            tool: call_for.tool.to_owned(),
         },
         timed_out: false,
     };

@@ -17,6 +17,7 @@ mod bindings;
 mod cache;
 mod engine;
 mod error;
+mod exec_imports;
 mod failures;
 mod grants;
 mod hooks;
@@ -35,6 +36,7 @@ mod version;
 
 pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
+pub use crate::exec_imports::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::grants::Grants;
 pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};

@@ -22,7 +22,7 @@ pub const MAX_MEMORY_MB: u32 = 4096;
 /// Default time limit per call, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Largest time limit a manifest may ask for, in milliseconds.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 /// A kind of functionality a plugin provides; one WIT world each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::exec_imports::ExecServices;
 use crate::http::HttpPolicy;
 use crate::kv::KvStore;
 use crate::log::PluginLog;
@@ -34,6 +35,8 @@ pub(crate) struct PluginShared {
     pub(crate) net: NetPolicy,
     /// `<data_dir>/<name>`.
     pub(crate) data_dir: PathBuf,
+    /// Where `exec` and `process` send commands (approval, backend).
+    pub(crate) exec: ExecServices,
 }
 
 impl PluginShared {
@@ -58,6 +61,39 @@ pub(crate) struct HostCtx {
     pub(crate) cwd: Option<PathBuf>,
     /// When the current call must end (processes started by `exec` too).
     pub(crate) deadline: std::time::Instant,
+    /// The session of the current call ("" outside one, e.g. `list-tools`).
+    pub(crate) session_id: String,
+    /// The tool or hook being run (for the approval prompt and the log).
+    pub(crate) tool: String,
+}
+
+#[cfg(test)]
+impl HostCtx {
+    /// A context for `caps`, with `data` as data dir and working directory,
+    /// and exec services that deny every command needing approval.
+    pub(crate) fn for_tests(caps: Capabilities, data: &std::path::Path) -> Self {
+        let kv = caps.kv.then(|| KvStore::new(data.join("kv")));
+        let exec = ExecServices::deny_all(&data.join("approvals.toml"))
+            .unwrap_or_else(|e| panic!("exec services: {e}"));
+        HostCtx {
+            plugin: Arc::new(PluginShared {
+                name: "p".into(),
+                requested_env: vec!["CARGO_PKG_NAME".into(), "HOME".into()],
+                config: [("greeting".to_string(), "hi".to_string())].into(),
+                limits: Limits::default(),
+                log: PluginLog::default(),
+                kv,
+                net: NetPolicy::default(),
+                data_dir: data.to_path_buf(),
+                caps,
+                exec,
+            }),
+            cwd: Some(data.to_path_buf()),
+            deadline: std::time::Instant::now() + Duration::from_secs(10),
+            session_id: "s".into(),
+            tool: "t".into(),
+        }
+    }
 }
 
 /// Caps the total linear memory of a store and remembers a refusal.

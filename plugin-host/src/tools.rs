@@ -15,7 +15,7 @@ use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpe
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::host::{LoadedInner, LoadedPlugin};
-use crate::invoke::{Prepared, classify, prepare, race};
+use crate::invoke::{CallFor, Prepared, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
@@ -60,7 +60,7 @@ pub(crate) async fn invoke_list_tools(
 ) -> Result<Vec<WitToolSpec>, CallError> {
     let inv = plugin.invocation();
     let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
-    let mut prepared = prepare(&inv, sandbox)?;
+    let mut prepared = prepare(&inv, sandbox, CallFor::default())?;
     let store = &mut prepared.store;
     let raced = race(
         async {
@@ -88,7 +88,11 @@ async fn invoke_call_tool(
 ) -> Result<String, CallError> {
     let inv = plugin.invocation();
     let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
-    let mut prepared = prepare(&inv, sandbox)?;
+    let call_for = CallFor {
+        session_id: &context.session_id,
+        tool,
+    };
+    let mut prepared = prepare(&inv, sandbox, call_for)?;
     let store = &mut prepared.store;
     let (tool_name, arguments) = (tool.to_owned(), arguments.to_owned());
     let raced = race(
@@ -139,7 +143,7 @@ impl LoadedPlugin {
             plugin: inv.shared.name.clone(),
             message,
         })?;
-        let mut prepared = prepare(&inv, &sandbox)?;
+        let mut prepared = prepare(&inv, &sandbox, CallFor::default())?;
         let store = &mut prepared.store;
         let raced = race(
             pre.instantiate_async(&mut *store),

@@ -127,20 +127,20 @@ async fn a_manifest_for_another_api_line_is_refused() {
     let host = host(root.path());
     for api in ["0.2.0", "1.0.0"] {
         let dir = variant(&noop_dir(), &root.path().join(api), |m| {
-            m.replace("api = \"0.1.0\"", &format!("api = \"{api}\""))
+            m.replace("api = \"0.1.1\"", &format!("api = \"{api}\""))
         });
         let err = host.load(&dir, &Grants::none()).await.unwrap_err();
         assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
         let text = err.to_string();
         assert!(
             text.contains(&format!("talaria:plugin@{api}"))
-                && text.contains("talaria:plugin@0.1.0"),
+                && text.contains("talaria:plugin@0.1.1"),
             "{text}"
         );
     }
     // Same line, newer patch: fine.
     let dir = variant(&noop_dir(), &root.path().join("patch"), |m| {
-        m.replace("api = \"0.1.0\"", "api = \"0.1.9\"")
+        m.replace("api = \"0.1.1\"", "api = \"0.1.9\"")
     });
     host.load(&dir, &Grants::none()).await.unwrap();
 }
@@ -154,7 +154,7 @@ async fn a_component_exporting_another_api_line_is_refused() {
     let mut wasm = std::fs::read(&wasm_path).unwrap();
     let patched = patch_bytes(
         &mut wasm,
-        "talaria:plugin/tool-provider@0.1.0",
+        "talaria:plugin/tool-provider@0.1.1",
         "talaria:plugin/tool-provider@0.2.0",
     );
     assert!(patched > 0);
@@ -164,8 +164,34 @@ async fn a_component_exporting_another_api_line_is_refused() {
     let text = err.to_string();
     assert!(
         text.contains("talaria:plugin/tool-provider@0.2.0")
-            && text.contains("talaria:plugin@0.1.0"),
+            && text.contains("talaria:plugin@0.1.1"),
         "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_built_against_the_previous_wit_version_loads_and_runs() {
+    // `legacy` is built from wit/versions/0.1.0 (the frozen first release);
+    // this host implements 0.1.1 (which added the `process` interface).
+    assert_eq!(talaria_plugin_host::HOST_API, semver::Version::new(0, 1, 1));
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let plugin = load_all(&host, &plugin_dir("test/legacy")).await;
+    assert_eq!(*plugin.api_version(), semver::Version::new(0, 1, 0));
+    assert_eq!(plugin.tools()[0].spec.name, "legacy_echo");
+    let tools = PluginTools::new(vec![plugin.clone()], root.path()).unwrap();
+    let out = call(
+        &tools,
+        "s",
+        "legacy_echo",
+        serde_json::json!({"text": "hi"}),
+    )
+    .await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.content, r#"{"echo":{"text":"hi"}}"#);
+    assert!(
+        plugin.log().contains("legacy_echo called"),
+        "the 0.1.0 log import works"
     );
 }
 

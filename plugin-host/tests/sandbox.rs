@@ -498,14 +498,30 @@ async fn exec_runs_when_granted() {
         json!(format!("{}\n", f.cwd.display())),
         "{out:?}"
     );
-    // The process gets no inherited environment beyond PATH.
+    // The process inherits only the harmless basics (PATH, HOME, LANG…):
+    // nothing else of the host's environment, such as API keys.
     let out = f.call("s", "exec", json!({ "program": "env" })).await;
     let stdout = probe(&out)["stdout"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     let names: Vec<&str> = stdout.lines().filter_map(|l| l.split('=').next()).collect();
-    assert_eq!(names, ["PATH"], "{out:?}");
+    assert!(names.contains(&"PATH"), "{out:?}");
+    for name in &names {
+        assert!(
+            talaria_exec::PASSED_ENV.contains(name),
+            "{name} leaked: {out:?}"
+        );
+    }
+    // A dangerous command needs approval; with nobody to ask it is denied.
+    let out = f
+        .call(
+            "s",
+            "exec",
+            json!({ "program": "sh", "args": ["-c", "rm -rf ./build"] }),
+        )
+        .await;
+    assert_eq!(probe(&out)["error"]["kind"], json!("denied"), "{out:?}");
 }
 
 async fn config_of(f: &Fixture, key: &str) -> Outcome {

@@ -37,25 +37,27 @@ pub fn build_plugins() {
 }
 
 /// A compile cache holding the plugins' compiled components, made once per
-/// test binary by `talaria plugins info fs`, so each test's fresh profile home
+/// test binary by `talaria plugins info`, so each test's fresh profile home
 /// starts warm instead of recompiling.
 fn warm_cache() -> &'static Path {
     static WARM: OnceLock<std::path::PathBuf> = OnceLock::new();
     WARM.get_or_init(|| {
         build_plugins();
         let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-warm-home");
-        let output = Command::new(env!("CARGO_BIN_EXE_talaria"))
-            .args(["plugins", "info", "fs"])
-            .env_clear()
-            .env("TALARIA_HOME", &home)
-            .env("HOME", &home)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        for plugin in ["fs", "terminal"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_talaria"))
+                .args(["plugins", "info", plugin])
+                .env_clear()
+                .env("TALARIA_HOME", &home)
+                .env("HOME", &home)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
         home.join("cache").join("plugins")
     })
 }

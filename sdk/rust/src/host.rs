@@ -220,6 +220,78 @@ pub mod exec {
     }
 }
 
+/// Background processes of the session, started through the host's approval
+/// layer and execution backend like [`exec`]. Needs `exec = true`.
+/// `talaria:plugin@0.1.1` and later.
+pub mod process {
+    use crate::HostError;
+    pub use crate::bindings::talaria::plugin::exec::Command;
+    pub use crate::bindings::talaria::plugin::process::{Chunk, ProcessInfo};
+
+    /// Starts `command` in the background; returns its id.
+    pub fn spawn(command: &Command) -> Result<u64, HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::spawn(command);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = command;
+            super::no_host()
+        }
+    }
+
+    /// Output (stdout and stderr combined) from `offset`, at most `max_bytes`.
+    pub fn read(id: u64, offset: u64, max_bytes: u32) -> Result<Chunk, HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::read(id, offset, max_bytes);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = (id, offset, max_bytes);
+            super::no_host()
+        }
+    }
+
+    /// Waits up to `timeout_ms` for the process to end, then reads like [`read`].
+    pub fn wait(id: u64, timeout_ms: u64, offset: u64, max_bytes: u32) -> Result<Chunk, HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::wait(id, timeout_ms, offset, max_bytes);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = (id, timeout_ms, offset, max_bytes);
+            super::no_host()
+        }
+    }
+
+    /// Writes `data` to the process's stdin.
+    pub fn write(id: u64, data: &[u8]) -> Result<(), HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::write(id, data);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = (id, data);
+            super::no_host()
+        }
+    }
+
+    /// Kills the process and everything it started.
+    pub fn kill(id: u64) -> Result<(), HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::kill(id);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = id;
+            super::no_host()
+        }
+    }
+
+    /// The session's processes (empty outside a component).
+    pub fn list() -> Vec<ProcessInfo> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::process::list();
+        #[cfg(not(target_arch = "wasm32"))]
+        Vec::new()
+    }
+}
+
 /// Full-text search over past sessions. Needs `session-search = true`.
 pub mod session_search {
     use crate::HostError;

@@ -1,7 +1,7 @@
 //! Write Talaria plugins in Rust.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) of the WIT
-//! package `talaria:plugin@0.1.0`. For a tool plugin, each tool is a type
+//! package `talaria:plugin@0.1.1`. For a tool plugin, each tool is a type
 //! implementing [`Tool`] and one [`export_tools!`] exports them all:
 //!
 //! ```
@@ -96,11 +96,11 @@ pub mod bindings {
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "::talaria_plugin_sdk::bindings",
         additional_type_attributes: {
-            "talaria:plugin/types@0.1.0/tool-flags": [#[derive(Default)]],
+            "talaria:plugin/types@0.1.1/tool-flags": [#[derive(Default)]],
         },
         with: {
-            "talaria:plugin/types@0.1.0/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.0/host-error": crate::HostError,
+            "talaria:plugin/types@0.1.1/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.1/host-error": crate::HostError,
         },
     });
 }
@@ -117,13 +117,14 @@ pub mod hooks_bindings {
         export_macro_name: "__export_hooks_plugin",
         default_bindings_module: "::talaria_plugin_sdk::hooks_bindings",
         with: {
-            "talaria:plugin/types@0.1.0/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.0/host-error": crate::HostError,
-            "talaria:plugin/log@0.1.0": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.0": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.0": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.0": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/session-search@0.1.0": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/types@0.1.1/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.1/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
         },
     });
 }
@@ -134,7 +135,7 @@ pub use error::{HostError, ToolError};
 pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdict_to_wit};
 pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
 pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
-pub use host::{config, exec, kv, log, session_search};
+pub use host::{config, exec, kv, log, process, session_search};
 pub use tool::{
     NoArgs, Tool, ToolSet, dispatch, invoke, parameters_schema, parse_args, spec, validate,
 };

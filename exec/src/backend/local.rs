@@ -1,0 +1,38 @@
+//! The local backend: a plain process of this machine.
+
+use std::process::Command;
+
+use super::{Backend, check_env, check_local_cwd, check_program, scrub_env};
+use crate::{ExecError, ExecRequest};
+
+/// Runs commands directly on this machine, in the request's working
+/// directory, with a scrubbed environment. Not a sandbox.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalBackend;
+
+impl LocalBackend {
+    /// The local backend.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl Backend for LocalBackend {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn sandboxed(&self) -> bool {
+        false
+    }
+
+    fn command(&self, request: &ExecRequest) -> Result<Command, ExecError> {
+        check_env(request)?;
+        check_local_cwd(request)?;
+        check_program(request)?;
+        let mut command = Command::new(&request.program);
+        command.args(&request.args).current_dir(&request.cwd);
+        scrub_env(&mut command, &[], &request.env);
+        Ok(command)
+    }
+}
