@@ -1,0 +1,86 @@
+//! The kernel's [`SessionStore`] port over the session database.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use talaria_kernel::{Message, SessionStore, Usage};
+
+use crate::db::SessionDb;
+use crate::error::StoreError;
+use crate::rows::NewSession;
+
+/// Persists a running conversation into a [`SessionDb`].
+///
+/// Built with the session's metadata up front; the session row is written
+/// with the first message (or usage record), in the same transaction, so an
+/// agent that never says anything leaves no empty session behind.
+#[derive(Debug, Clone)]
+pub struct SqliteSessionStore {
+    db: Arc<SessionDb>,
+    session: NewSession,
+}
+
+impl SqliteSessionStore {
+    /// A store that creates `session` lazily. Appends under another id (a
+    /// continuation after compression, say) create that session with the same
+    /// metadata.
+    pub fn new(db: Arc<SessionDb>, session: NewSession) -> Self {
+        Self { db, session }
+    }
+
+    /// The database behind the store.
+    pub fn db(&self) -> &Arc<SessionDb> {
+        &self.db
+    }
+
+    /// The metadata new sessions are created with.
+    pub fn session(&self) -> &NewSession {
+        &self.session
+    }
+
+    fn metadata_for(&self, session_id: &str) -> NewSession {
+        NewSession {
+            id: session_id.to_owned(),
+            ..self.session.clone()
+        }
+    }
+
+    /// Runs a database call on tokio's blocking pool: SQLite calls block (on
+    /// disk and on other processes' locks) and must not stall the runtime.
+    async fn run<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&SessionDb) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, talaria_kernel::StoreError> {
+        let db = Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || call(&db))
+            .await
+            .map_err(|error| StoreError::Task(error.to_string()))?
+            .map_err(Into::into)
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqliteSessionStore {
+    async fn append(
+        &self,
+        session_id: &str,
+        message: &Message,
+    ) -> Result<(), talaria_kernel::StoreError> {
+        let session = self.metadata_for(session_id);
+        let message = message.clone();
+        self.run(move |db| db.append_or_create(&session, &message).map(drop))
+            .await
+    }
+
+    async fn record_usage(
+        &self,
+        session_id: &str,
+        usage: &Usage,
+        cost_usd: f64,
+    ) -> Result<(), talaria_kernel::StoreError> {
+        let session = self.metadata_for(session_id);
+        let usage = *usage;
+        self.run(move |db| db.record_usage_or_create(&session, &usage, cost_usd))
+            .await
+    }
+}

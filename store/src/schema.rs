@@ -1,0 +1,141 @@
+//! The schema and its migrations, versioned by `PRAGMA user_version`.
+//!
+//! Migration `n` (1-based) turns a version `n - 1` database into version `n`.
+//! Pending migrations run in one `BEGIN IMMEDIATE` transaction on open, so a
+//! crash mid-migration leaves the old version, and several processes opening
+//! a fresh file at once apply them exactly once. A file whose version is newer
+//! than [`SCHEMA_VERSION`] is refused before anything is written to it.
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::error::{Result, StoreError};
+use crate::retry;
+
+/// Version 1: sessions, messages, two FTS5 indexes kept in sync by triggers.
+const V1: &str = r#"
+CREATE TABLE sessions (
+    id                 TEXT PRIMARY KEY NOT NULL,
+    title              TEXT,
+    source             TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    cwd                TEXT,
+    -- No foreign key: a child must never be refused because its parent is
+    -- missing (that would lose a turn); deleting a parent clears the link.
+    parent_session_id  TEXT,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd           REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_updated ON sessions (updated_at);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at);
+CREATE INDEX sessions_by_parent ON sessions (parent_session_id);
+
+CREATE TABLE messages (
+    id           INTEGER PRIMARY KEY,
+    session_id   TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
+    role         TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content      TEXT NOT NULL,
+    reasoning    TEXT,
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    name         TEXT,
+    is_error     INTEGER NOT NULL DEFAULT 0,
+    created_at   INTEGER NOT NULL,
+    UNIQUE (session_id, seq)
+);
+
+-- Words (diacritics folded) for ranked search, trigrams for substrings and
+-- scripts without spaces. Both index messages.content without a copy of it.
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, content = 'messages', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE messages_trigram USING fts5(
+    content, content = 'messages', content_rowid = 'id', tokenize = 'trigram'
+);
+
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+    INSERT INTO messages_trigram (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+    INSERT INTO messages_trigram (rowid, content) VALUES (new.id, new.content);
+END;
+"#;
+
+/// Every migration, oldest first; the schema version is their count.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Sets the per-connection pragmas, refuses newer files and migrates older
+/// ones. `path` is only used in error messages.
+pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    // Connection settings only: nothing here writes to the file.
+    conn.busy_timeout(retry::BUSY_TIMEOUT).map_err(open_error)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(open_error)?;
+    let found = refuse_newer(conn, path)?;
+    // WAL lets readers run beside the one writer; it is a property of the file
+    // and switching needs a moment of exclusive access, hence the retry.
+    retry::with_retry(|| {
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .map_err(StoreError::from)
+    })?;
+    // In WAL mode NORMAL survives any process crash; only an OS crash or power
+    // loss can drop the last commits (the database stays consistent).
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(open_error)?;
+    if found < SCHEMA_VERSION {
+        migrate(conn, path)?;
+    }
+    Ok(())
+}
+
+/// Fails if the file's schema is newer than this build's.
+fn refuse_newer(conn: &Connection, path: &Path) -> Result<i64> {
+    let found: i64 =
+        retry::with_retry(|| Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(found)
+}
+
+/// Applies the pending migrations in one write transaction.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    retry::write(conn, |tx| {
+        // Re-read under the write lock: another process may have migrated.
+        let current = refuse_newer(tx, path)?;
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", index as i64 + 1)?;
+        }
+        Ok(())
+    })
+}

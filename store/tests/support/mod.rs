@@ -1,0 +1,71 @@
+//! Shared by the integration tests: a fresh database and sample messages.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use talaria_kernel::{Message, ToolCall, ToolResult};
+use talaria_store::{NewSession, SessionDb};
+use tempfile::TempDir;
+
+/// A database in its own temporary directory (removed on drop).
+pub struct TestDb {
+    pub db: SessionDb,
+    pub path: PathBuf,
+    _dir: TempDir,
+}
+
+pub fn test_db() -> TestDb {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/dir/sessions.sqlite");
+    let db = SessionDb::open(&path).unwrap();
+    TestDb {
+        db,
+        path,
+        _dir: dir,
+    }
+}
+
+pub fn new_session(id: &str, cwd: &str) -> NewSession {
+    NewSession {
+        id: id.into(),
+        title: None,
+        source: "cli".into(),
+        model: "test-model".into(),
+        cwd: Some(cwd.into()),
+        parent_session_id: None,
+    }
+}
+
+pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+/// One message of every kind: user, assistant with reasoning and two tool
+/// calls, a result, an error result, a final answer, a system note.
+pub fn every_kind() -> Vec<Message> {
+    let calls = vec![
+        call("call_1", "read_file", r#"{"path":"src/lib.rs"}"#),
+        call("call_2", "terminal", r#"{"command":"cargo test"#),
+    ];
+    vec![
+        Message::user("Please fix the failing test in src/lib.rs"),
+        Message {
+            reasoning: Some("Read the file first, then run the tests.".into()),
+            tool_calls: calls.clone(),
+            ..Message::assistant("Let me look.")
+        },
+        Message::tool_result(&ToolResult::ok(&calls[0], "pub fn add() {}")),
+        Message::tool_result(&ToolResult::error(&calls[1], "invalid JSON arguments")),
+        Message::assistant("The test is fixed."),
+        Message {
+            role: talaria_kernel::Role::System,
+            content: "note: context was compressed".into(),
+            ..Message::default()
+        },
+    ]
+}
