@@ -1,0 +1,180 @@
+//! Runs the text corpus in `tests/corpus/` through the built-in threat scanner.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use talaria_memory::normalize;
+use talaria_memory::scan::{Category, Scanner};
+
+/// Each corpus file must keep at least this many entries.
+const MIN_ENTRIES: usize = 100;
+
+/// `threats.txt` must keep at least this many Chinese entries.
+const MIN_CHINESE_THREATS: usize = 35;
+
+/// One entry from a corpus file.
+struct Entry {
+    line: usize,
+    raw: String,
+    text: String,
+    /// The `[category]` section it is in (threats.txt only).
+    section: Option<Category>,
+}
+
+/// Reads a corpus file: one entry a line, `[category]` section headers, `#` comments and blank
+/// lines skipped.
+fn load(name: &str) -> Vec<Entry> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name);
+    let text = std::fs::read_to_string(&path).expect("corpus file readable");
+    let mut section = None;
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = trimmed.strip_prefix('[').and_then(|s| s.strip_suffix(']'))
+            && let Some(category) = Category::ALL.into_iter().find(|c| c.as_str() == name)
+        {
+            section = Some(category);
+            continue;
+        }
+        entries.push(Entry {
+            line: i + 1,
+            raw: line.to_owned(),
+            text: decode(line),
+            section,
+        });
+    }
+    entries
+}
+
+/// Decodes the corpus escapes: `\n` newline, `\t` tab, `\u{XXXX}` any char, `\\` a backslash.
+/// Any other backslash is kept as written.
+fn decode(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek().copied() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('\\') => out.push('\\'),
+            Some('u') => {
+                chars.next();
+                assert_eq!(chars.next(), Some('{'), "bad \\u escape in {line:?}");
+                let hex: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                let code = u32::from_str_radix(&hex, 16).expect("hex in \\u{…}");
+                out.push(char::from_u32(code).expect("valid char in \\u{…}"));
+                continue;
+            }
+            _ => {
+                out.push('\\');
+                continue;
+            }
+        }
+        chars.next();
+    }
+    out
+}
+
+fn is_chinese(text: &str) -> bool {
+    text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+}
+
+fn scanner() -> &'static Scanner {
+    Scanner::builtin().expect("built-in threat rules load")
+}
+
+#[test]
+fn threats_are_flagged_with_their_category() {
+    let entries = load("threats.txt");
+    assert!(
+        entries.len() >= MIN_ENTRIES,
+        "threats.txt has {} entries, needs at least {MIN_ENTRIES}",
+        entries.len()
+    );
+    let chinese = entries.iter().filter(|e| is_chinese(&e.text)).count();
+    assert!(
+        chinese >= MIN_CHINESE_THREATS,
+        "threats.txt has {chinese} Chinese entries, needs at least {MIN_CHINESE_THREATS}"
+    );
+    let covered: BTreeSet<Category> = entries.iter().filter_map(|e| e.section).collect();
+    for category in Category::ALL {
+        assert!(
+            covered.contains(&category),
+            "threats.txt has no [{category}] section"
+        );
+    }
+    let failures: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let expected = entry.section.expect("every threat is under a [category] header");
+            let found = scanner().scan_all(&entry.text);
+            (!found.iter().any(|t| t.category == expected)).then(|| {
+                let got: Vec<String> = found.iter().map(|t| t.rule_id.clone()).collect();
+                format!(
+                    "threats.txt:{}: {:?}\n    normalised: {:?}\n    expected {expected}, got {got:?}",
+                    entry.line,
+                    entry.raw,
+                    normalize(&entry.text),
+                )
+            })
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} threats not flagged as expected:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn benign_text_is_not_flagged() {
+    let entries = load("benign.txt");
+    assert!(
+        entries.len() >= MIN_ENTRIES,
+        "benign.txt has {} entries, needs at least {MIN_ENTRIES}",
+        entries.len()
+    );
+    assert!(
+        entries.iter().any(|e| is_chinese(&e.text)) && entries.iter().any(|e| !is_chinese(&e.text)),
+        "benign.txt needs English and Chinese entries"
+    );
+    let failures: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let found = scanner().scan_all(&entry.text);
+            (!found.is_empty()).then(|| {
+                let got: Vec<String> = found.iter().map(ToString::to_string).collect();
+                format!(
+                    "benign.txt:{}: {:?}\n    normalised: {:?}\n    flagged: {}",
+                    entry.line,
+                    entry.raw,
+                    normalize(&entry.text),
+                    got.join("; ")
+                )
+            })
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} benign entries flagged:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn decode_handles_escapes() {
+    assert_eq!(decode(r"a\nb\tc\\d\u{200B}\m"), "a\nb\tc\\d\u{200b}\\m");
+}
