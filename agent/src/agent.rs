@@ -1,14 +1,15 @@
 //! Assembles one agent: frozen prompt, model routes, tools and store, around the
 //! kernel loop. Every surface builds its agent here and only renders events.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
     AgentLoop, CancellationToken, Conversation, EventSink, Exit, LoopError, LoopState,
-    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SystemClock, ToolDispatcher,
+    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SessionStore, SystemClock,
+    ToolDispatcher,
 };
 
 use talaria_approval::Approver;
@@ -17,15 +18,17 @@ use talaria_dispatch::{
 };
 use talaria_plugin_host::ExecServices;
 use talaria_providers::ProviderConfig;
+use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 
 use crate::config::NetworkConfig;
 use crate::config::ToolsConfig;
 use crate::exec_setup::exec_services;
 use crate::home::ProfileHome;
+use crate::knowledge::Knowledge;
 use crate::plugins::load_plugins;
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
-use crate::tools::{NativeTools, builtin};
+use crate::tools::{NativeTools, SessionSearchTool, builtin};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +83,7 @@ pub struct BuildError(pub String);
 pub struct Agent {
     agent_loop: AgentLoop,
     conversation: Conversation,
-    store: Arc<MemorySessionStore>,
+    db: Option<Arc<SessionDb>>,
     exec: ExecServices,
     notices: Vec<String>,
 }
@@ -92,10 +95,15 @@ impl Agent {
     pub async fn build(
         settings: &Settings,
         home: &ProfileHome,
-        surface: Surface,
-        cwd: &Path,
-        approver: Arc<dyn Approver>,
+        options: AgentOptions,
     ) -> Result<Self, BuildError> {
+        let AgentOptions {
+            surface,
+            cwd,
+            approver,
+            resume,
+        } = options;
+        let cwd = cwd.as_path();
         let network = &settings.config.network;
         let routes = std::iter::once(&settings.primary)
             .chain(&settings.fallbacks)
@@ -115,7 +123,26 @@ impl Agent {
         )?;
         let plugins = load_plugins(home, cwd, surface.name(), exec.clone()).await;
         let mut notices = plugins.notices;
-        let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(builtin()))];
+        let knowledge = Knowledge::load(home, cwd);
+        notices.extend(knowledge.notices.iter().cloned());
+        // Sessions are kept in SQLite; if that is impossible the session
+        // still runs, in memory, and the user is told it will not be kept.
+        let db = match SessionDb::open(home.session_db()) {
+            Ok(db) => Some(Arc::new(db)),
+            Err(error) => {
+                if resume.is_some() {
+                    return Err(BuildError(format!("cannot resume: {error}")));
+                }
+                notices.push(format!("this session will not be saved: {error}"));
+                None
+            }
+        };
+        let mut native = builtin();
+        native.extend(knowledge.tools());
+        if let Some(db) = &db {
+            native.push(Arc::new(SessionSearchTool::new(db.clone())));
+        }
+        let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(native))];
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
         }
@@ -125,21 +152,54 @@ impl Agent {
         );
         notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
-        let store = Arc::new(MemorySessionStore::default());
+        let (session_id, history) = match (&resume, &db) {
+            (Some(id), Some(db)) => {
+                let resumed = db
+                    .messages_for_resume(id)
+                    .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
+                if resumed.repaired > 0 {
+                    notices.push(format!(
+                        "{} tool call(s) of the last turn never finished; they are marked interrupted",
+                        resumed.repaired
+                    ));
+                }
+                (id.clone(), resumed.messages)
+            }
+            _ => (new_session_id(), Vec::new()),
+        };
+        let store: Arc<dyn SessionStore> = match &db {
+            Some(db) => Arc::new(SqliteSessionStore::new(
+                db.clone(),
+                NewSession {
+                    id: session_id.clone(),
+                    title: None,
+                    source: surface.name().to_owned(),
+                    model: settings.primary.model.clone(),
+                    cwd: Some(cwd.display().to_string()),
+                    parent_session_id: None,
+                },
+            )),
+            None => Arc::new(MemorySessionStore::default()),
+        };
         let persona = std::fs::read_to_string(home.soul_file())
             .ok()
             .filter(|soul| !soul.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_PERSONA.to_owned());
-        let prompt = PromptBuilder::new()
+        let mut builder = PromptBuilder::new()
             .section(Section::Persona, persona)
-            .section(Section::PlatformHints, surface.hints())
+            .section(Section::PlatformHints, surface.hints());
+        for (section, text) in knowledge.sections(&tools.visible_tools(), &tools.visible_toolsets())
+        {
+            builder = builder.section(section, text);
+        }
+        let prompt = builder
             .section(
                 Section::ToolUseGuidance,
                 tool_use_guidance(&settings.primary.model),
             )
             .tools(tools.specs())
             .build();
-        let mut ports = Ports::new(tools, store.clone(), Arc::new(SystemClock::new()));
+        let mut ports = Ports::new(tools, store, Arc::new(SystemClock::new()));
         if let Some(hooks) = plugins.hooks {
             ports.hooks = Arc::new(hooks);
         }
@@ -147,8 +207,11 @@ impl Agent {
             .map_err(|e| BuildError(e.to_string()))?;
         Ok(Self {
             agent_loop,
-            conversation: Conversation::new(new_session_id(), prompt),
-            store,
+            conversation: Conversation {
+                messages: history,
+                ..Conversation::new(session_id, prompt)
+            },
+            db,
             exec,
             notices,
         })
@@ -191,10 +254,24 @@ impl Agent {
         &self.notices
     }
 
-    /// The session store.
-    pub fn store(&self) -> &MemorySessionStore {
-        &self.store
+    /// A few lines about the session so far (for "resuming…"), when it is stored.
+    pub fn recap(&self) -> Option<String> {
+        self.db
+            .as_ref()
+            .and_then(|db| db.recap(&self.conversation.session_id).ok())
     }
+}
+
+/// How to build an agent besides its settings.
+pub struct AgentOptions {
+    /// The surface it serves.
+    pub surface: Surface,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// Who answers when a command needs approval.
+    pub approver: Arc<dyn Approver>,
+    /// Continue this stored session instead of starting one.
+    pub resume: Option<String>,
 }
 
 /// The tool layer's settings for a session on `surface` in `cwd`.

@@ -17,18 +17,6 @@ impl ProfileHome {
         Self { root: root.into() }
     }
 
-    /// The home chosen by the environment: `$TALARIA_HOME`, else `$HOME/.talaria`.
-    /// Decided once, before anything reads a path.
-    pub fn from_env() -> Result<Self, HomeError> {
-        if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-            return Ok(Self::at(home));
-        }
-        std::env::var_os("HOME")
-            .filter(|v| !v.is_empty())
-            .map(|home| Self::at(PathBuf::from(home).join(".talaria")))
-            .ok_or(HomeError)
-    }
-
     /// The directory itself.
     pub fn root(&self) -> &Path {
         &self.root
@@ -77,6 +65,21 @@ impl ProfileHome {
     /// `SOUL.md`, the persona.
     pub fn soul_file(&self) -> PathBuf {
         self.root.join("SOUL.md")
+    }
+
+    /// `MEMORY.md` and `USER.md` live here (the home itself).
+    pub fn memory_dir(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    /// Skills: `skills/<category>/<name>/SKILL.md`.
+    pub fn skills_dir(&self) -> PathBuf {
+        self.root.join("skills")
+    }
+
+    /// The session database.
+    pub fn session_db(&self) -> PathBuf {
+        self.root.join("state").join("sessions.sqlite")
     }
 }
 

@@ -4,17 +4,22 @@
 
 pub mod agent;
 pub mod config;
+pub mod config_edit;
 pub mod env;
 pub mod exec_setup;
 pub mod grants;
+pub mod hermes_import;
 pub mod home;
+pub mod knowledge;
 pub mod plugins;
+pub mod profiles;
 pub mod settings;
 pub mod store;
 pub mod tools;
 
-pub use agent::{Agent, BuildError, Surface, provider_for};
+pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
 pub use config::{ConfigError, ConfigFile};
 pub use env::EnvLayer;
 pub use home::ProfileHome;
+pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};

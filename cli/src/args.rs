@@ -6,6 +6,9 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "talaria", version, about, long_about = None)]
 pub struct Cli {
+    /// Use profile NAME (its own config, keys, memory, skills and sessions).
+    #[arg(short = 'p', long = "profile", value_name = "NAME", global = true)]
+    pub profile: Option<String>,
     /// What to run (default: chat).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -27,6 +30,125 @@ pub enum Command {
     /// Write plugins: start a project, build it into a package.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// List, show, search, export and delete past sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Create, choose, list and delete profiles.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+    /// Show, read and change config.yaml.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Bring skills, memory, persona and settings over from another agent.
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+/// `talaria sessions …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Recent sessions, newest first.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Only sessions started in the working directory.
+        #[arg(long)]
+        here: bool,
+    },
+    /// One session's messages.
+    Show {
+        /// Session id (a unique prefix is enough).
+        id: String,
+    },
+    /// Full-text search over every message (words, phrases, substrings, CJK).
+    Search {
+        /// What to look for.
+        query: String,
+        /// Most hits.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Write a session as JSON lines (a header line, then one line per message).
+    Export {
+        /// Session id (a unique prefix is enough).
+        id: String,
+        /// File to write (default: stdout).
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Delete a session and its messages.
+    Delete {
+        /// Session id (a unique prefix is enough).
+        id: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// `talaria profile …`.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Create a profile, empty or with the current profile's setup (--clone).
+    Create {
+        /// Profile name (a-z, 0-9, '-', '_').
+        name: String,
+        /// Copy config, keys, persona, skills, plugins and grants (not sessions or memory).
+        #[arg(long)]
+        clone: bool,
+    },
+    /// Make NAME the profile used when no -p is given.
+    Use {
+        /// Profile name (`default` for the Talaria home itself).
+        name: String,
+    },
+    /// Every profile; the active one is marked.
+    List,
+    /// Delete a profile and everything in it.
+    Delete {
+        /// Profile name.
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// `talaria config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// The effective configuration (defaults included, keys masked).
+    Show,
+    /// One value by dotted key, e.g. model.name.
+    Get {
+        /// Dotted key.
+        key: String,
+    },
+    /// Set one value by dotted key; the result is validated before it is saved.
+    Set {
+        /// Dotted key, e.g. budget.max_iterations.
+        key: String,
+        /// The value (YAML: numbers, booleans, lists like [a, b] are typed).
+        value: String,
+    },
+    /// The path of config.yaml.
+    Path,
+}
+
+/// `talaria import …`.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Import a Hermes Agent home: skills, MEMORY.md/USER.md, SOUL.md and the
+    /// config keys that map; reports what could not be mapped.
+    Hermes {
+        /// The Hermes home (default ~/.hermes).
+        #[arg(long = "from", value_name = "DIR")]
+        from: Option<std::path::PathBuf>,
+        /// Replace files that exist already (default: keep them and report).
+        #[arg(long)]
+        overwrite: bool,
+    },
 }
 
 /// `talaria plugin …`.
@@ -93,6 +215,12 @@ pub struct RunArgs {
     /// Skip approval prompts (commands on the hardline list stay blocked).
     #[arg(long)]
     pub yolo: bool,
+    /// Continue the latest session started in this directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Resume the session with this id (a unique prefix is enough).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
 }
 
 /// Model selection, overriding environment and config.

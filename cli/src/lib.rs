@@ -3,17 +3,21 @@
 
 mod approver;
 mod args;
+mod config_cmd;
 mod exit;
+mod import_cmd;
 mod plugin_dev;
 mod plugins;
+mod profile_cmd;
 mod render;
 mod run;
+mod sessions_cmd;
 mod setup;
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use talaria_agent::ProfileHome;
+use talaria_agent::Profiles;
 
 pub use args::Cli;
 pub use exit::Status;
@@ -31,7 +35,18 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    let home = match ProfileHome::from_env() {
+    // The profile home is decided here, before anything reads a path.
+    let profiles = match Profiles::from_env() {
+        Ok(profiles) => profiles,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Status::Usage.into();
+        }
+    };
+    if let Some(args::Command::Profile(command)) = cli.command {
+        return profile_cmd::run(command, &profiles, cli.profile.as_deref()).into();
+    }
+    let home = match profiles.home(cli.profile.as_deref()) {
         Ok(home) => home,
         Err(error) => {
             eprintln!("error: {error}");
@@ -59,6 +74,11 @@ pub fn main() -> ExitCode {
             Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
                 plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
             }
+            Some(args::Command::Config(command)) => config_cmd::run(command, &home),
+            Some(args::Command::Sessions(command)) => sessions_cmd::run(command, &home),
+            Some(args::Command::Import(command)) => import_cmd::run(command, &home),
+            // Handled before the runtime starts.
+            Some(args::Command::Profile(_)) => Status::Answered,
             None => run::run(cli.run, home).await,
         }
     });

@@ -4,7 +4,8 @@ use std::io::{BufRead, IsTerminal, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use talaria_agent::{
-    Agent, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError, Surface,
+    Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError,
+    Surface,
 };
 use talaria_kernel::{CancellationToken, Exit};
 
@@ -90,13 +91,30 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
     };
     settings.yolo = args.yolo;
-    let approver = Arc::new(crate::approver::TerminalApprover);
-    let mut agent = match Agent::build(&settings, &home, surface, &cwd, approver).await {
+    let resume = match session_to_resume(&args, &home, &cwd) {
+        Ok(resume) => resume,
+        Err(status) => return status,
+    };
+    let options = AgentOptions {
+        surface,
+        cwd: cwd.clone(),
+        approver: Arc::new(crate::approver::TerminalApprover),
+        resume: resume.clone(),
+    };
+    let mut agent = match Agent::build(&settings, &home, options).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
     };
     for notice in agent.notices() {
         eprintln!("note: {notice}");
+    }
+    if let Some(id) = &resume {
+        eprintln!("Resuming session {id}");
+        if let Some(recap) = agent.recap() {
+            for line in recap.lines() {
+                eprintln!("  {line}");
+            }
+        }
     }
     let status = if let Some(prompt) = &args.query {
         one_shot(&mut agent, prompt, &args, &settings, &home).await
@@ -114,6 +132,32 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     };
     agent.end_session().await;
     status
+}
+
+/// The stored session `--continue` or `--resume` names, if any.
+fn session_to_resume(
+    args: &RunArgs,
+    home: &ProfileHome,
+    cwd: &std::path::Path,
+) -> Result<Option<String>, Status> {
+    if !args.continue_latest && args.resume.is_none() {
+        return Ok(None);
+    }
+    let db = crate::sessions_cmd::open(home)?;
+    if let Some(prefix) = &args.resume {
+        return db
+            .resolve_id(prefix)
+            .map(Some)
+            .map_err(|e| usage_error(&e.to_string()));
+    }
+    match db.latest(&cwd.display().to_string()) {
+        Ok(Some(latest)) => Ok(Some(latest.id)),
+        Ok(None) => Err(usage_error(&format!(
+            "no earlier session in {} to continue (see `talaria sessions list`)",
+            cwd.display()
+        ))),
+        Err(error) => Err(usage_error(&error.to_string())),
+    }
 }
 
 async fn one_shot(

@@ -2,7 +2,7 @@
 //! listed, calls run as the scheduler plans them, results come back in call
 //! order and within budget.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -153,6 +153,19 @@ impl Dispatcher {
     /// The working directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// The names of the tools the model sees.
+    pub fn visible_tools(&self) -> BTreeSet<String> {
+        self.tools.keys().cloned().collect()
+    }
+
+    /// The toolsets at least one visible tool belongs to.
+    pub fn visible_toolsets(&self) -> BTreeSet<String> {
+        self.tools
+            .values()
+            .map(|routed| routed.entry.toolset.clone())
+            .collect()
     }
 }
 

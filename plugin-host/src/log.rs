@@ -116,7 +116,7 @@ impl LogFile {
         use std::io::Write;
         let text = format!(
             "{} {} {plugin} [{}] {}\n",
-            utc_timestamp(line.time),
+            humantime::format_rfc3339_millis(line.time),
             line.level,
             line.source,
             line.message
@@ -128,32 +128,6 @@ impl LogFile {
             .unwrap_or_else(|e| e.into_inner())
             .write_all(text.as_bytes());
     }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn utc_timestamp(time: SystemTime) -> String {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
 }
 
 /// A plugin's bounded log, shared by all its instances. Cheap to clone.
@@ -320,18 +294,6 @@ mod tests {
         assert_eq!(log.lines().len(), MAX_LOG_LINES);
         assert_eq!(log.dropped(), 5);
         assert!(log.contains(&format!("line {}", MAX_LOG_LINES + 4)));
-    }
-
-    #[test]
-    fn timestamps_are_utc_iso() {
-        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_796_001_390_123);
-        assert_eq!(utc_timestamp(t), "2026-11-30T01:16:30.123Z");
-        assert_eq!(
-            utc_timestamp(SystemTime::UNIX_EPOCH),
-            "1970-01-01T00:00:00.000Z"
-        );
-        let leap = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(951_782_400);
-        assert_eq!(utc_timestamp(leap), "2000-02-29T00:00:00.000Z");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Agent-level tools that run natively in the host (they need the agent's own
 //! state, not a sandbox). Plugin tools arrive through the plugin platform.
 
+mod memory;
+mod session_search;
+mod skills;
 mod todo;
 
 use std::sync::Arc;
@@ -10,6 +13,9 @@ use serde_json::Value;
 use talaria_dispatch::{ToolEntry, ToolFlags, ToolSource};
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 
+pub use memory::MemoryTool;
+pub use session_search::SessionSearchTool;
+pub use skills::{ScanFn, skill_tools};
 pub use todo::TodoTool;
 
 /// A tool implemented in the host.

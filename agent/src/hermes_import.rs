@@ -1,0 +1,372 @@
+//! `talaria import hermes`: brings a Hermes Agent home over — skills,
+//! MEMORY.md/USER.md, SOUL.md, API keys from its `.env`, and the config keys
+//! that have a Talaria equivalent. Nothing in the profile is replaced unless
+//! asked; everything kept, skipped or not mappable is reported.
+
+use std::path::{Path, PathBuf};
+
+use serde_yaml_ng::Value;
+
+use crate::config_edit::{ConfigEditError, set};
+use crate::env::EnvLayer;
+use crate::home::ProfileHome;
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Files and settings brought over.
+    pub imported: Vec<String>,
+    /// Present in the profile already and left alone.
+    pub kept: Vec<String>,
+    /// Hermes settings with no Talaria equivalent, by dotted key.
+    pub unmapped: Vec<String>,
+}
+
+/// An import that could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The source is not a Hermes home.
+    #[error("{} is not a Hermes home (no config.yaml, skills/, memories/ or SOUL.md there)", .0.display())]
+    NotHermes(PathBuf),
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Hermes's config.yaml is not YAML.
+    #[error("{}: {message}", path.display())]
+    HermesConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A mapped setting did not validate.
+    #[error(transparent)]
+    Config(#[from] ConfigEditError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ImportError + '_ {
+    move |source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Imports `from` into `home`. With `overwrite`, files and settings that
+/// exist are replaced; without, they are kept and listed.
+pub fn import_hermes(
+    from: &Path,
+    home: &ProfileHome,
+    overwrite: bool,
+    env: &EnvLayer,
+) -> Result<ImportReport, ImportError> {
+    let looks_like_hermes = ["config.yaml", "skills", "memories", "SOUL.md"]
+        .iter()
+        .any(|entry| from.join(entry).exists());
+    if !looks_like_hermes {
+        return Err(ImportError::NotHermes(from.to_path_buf()));
+    }
+    let mut report = ImportReport::default();
+    std::fs::create_dir_all(home.root()).map_err(io(home.root()))?;
+
+    let skills = from.join("skills");
+    if skills.is_dir() {
+        copy_tree(&skills, &home.skills_dir(), overwrite, &mut report)?;
+    }
+    for name in ["MEMORY.md", "USER.md"] {
+        let source = [from.join("memories").join(name), from.join(name)]
+            .into_iter()
+            .find(|p| p.is_file());
+        if let Some(source) = source {
+            copy_file(
+                &source,
+                &home.memory_dir().join(name),
+                overwrite,
+                &mut report,
+            )?;
+        }
+    }
+    let soul = from.join("SOUL.md");
+    if soul.is_file() {
+        copy_file(&soul, &home.soul_file(), overwrite, &mut report)?;
+    }
+    import_keys(&from.join(".env"), &home.env_file(), overwrite, &mut report)?;
+    let config = from.join("config.yaml");
+    if config.is_file() {
+        import_config(&config, home, overwrite, env, &mut report)?;
+    }
+    Ok(report)
+}
+
+fn copy_file(
+    from: &Path,
+    to: &Path,
+    overwrite: bool,
+    report: &mut ImportReport,
+) -> Result<(), ImportError> {
+    if to.exists() && !overwrite {
+        report.kept.push(to.display().to_string());
+        return Ok(());
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    std::fs::copy(from, to).map_err(io(from))?;
+    report.imported.push(to.display().to_string());
+    Ok(())
+}
+
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    overwrite: bool,
+    report: &mut ImportReport,
+) -> Result<(), ImportError> {
+    for entry in std::fs::read_dir(from).map_err(io(from))? {
+        let entry = entry.map_err(io(from))?;
+        let path = entry.path();
+        // Symlinks are not followed: a skill must not drag in files from elsewhere.
+        let kind = entry.file_type().map_err(io(&path))?;
+        if kind.is_dir() {
+            copy_tree(&path, &to.join(entry.file_name()), overwrite, report)?;
+        } else if kind.is_file() {
+            copy_file(&path, &to.join(entry.file_name()), overwrite, report)?;
+        }
+    }
+    Ok(())
+}
+
+/// API keys (`*_API_KEY`, `*_TOKEN`) from Hermes's `.env`, appended to the
+/// profile's `.env` unless the name is set there. Values are never printed.
+fn import_keys(
+    from: &Path,
+    to: &Path,
+    overwrite: bool,
+    report: &mut ImportReport,
+) -> Result<(), ImportError> {
+    let Ok(text) = std::fs::read_to_string(from) else {
+        return Ok(());
+    };
+    let existing = std::fs::read_to_string(to).unwrap_or_default();
+    let defined = |name: &str| {
+        existing.lines().any(|l| {
+            l.trim_start()
+                .trim_start_matches("export ")
+                .starts_with(&format!("{name}="))
+        })
+    };
+    let mut added = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((name, _)) = line.trim_start_matches("export ").split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if !(name.ends_with("_API_KEY") || name.ends_with("_TOKEN")) {
+            continue;
+        }
+        if defined(name) && !overwrite {
+            report.kept.push(format!(".env {name}"));
+            continue;
+        }
+        added.push_str(line);
+        added.push('\n');
+        report.imported.push(format!(".env {name}"));
+    }
+    if !added.is_empty() {
+        let mut text = existing;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# imported from Hermes\n");
+        text.push_str(&added);
+        std::fs::write(to, text).map_err(io(to))?;
+    }
+    Ok(())
+}
+
+/// Dotted keys of every leaf of a YAML mapping.
+fn leaves(value: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Mapping(map) if !map.is_empty() => {
+            for (key, inner) in map {
+                let key = key
+                    .as_str()
+                    .map_or_else(|| format!("{key:?}"), str::to_owned);
+                let path = if prefix.is_empty() {
+                    key
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                leaves(inner, &path, out);
+            }
+        }
+        other => out.push((prefix.to_owned(), other.clone())),
+    }
+}
+
+/// The Talaria key and value for one Hermes setting, if it has one.
+fn mapping(key: &str, value: &Value) -> Option<(&'static str, String)> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    match key {
+        "model" | "model.default" | "model.name" => Some(("model.name", text)),
+        "model.base_url" => Some(("model.base_url", text)),
+        "model.provider" => match text.as_str() {
+            "anthropic" => Some(("model.provider", "anthropic".into())),
+            // Everything else Hermes talks to speaks the OpenAI wire format.
+            "openai" | "openrouter" | "custom" | "nous" | "ollama" | "vllm" | "lmstudio" => {
+                Some(("model.provider", "openai".into()))
+            }
+            _ => None,
+        },
+        "agent.max_turns" => Some(("budget.max_iterations", text)),
+        "terminal.backend" => match text.as_str() {
+            "local" | "ssh" => Some(("terminal.backend", text)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn import_config(
+    path: &Path,
+    home: &ProfileHome,
+    overwrite: bool,
+    env: &EnvLayer,
+    report: &mut ImportReport,
+) -> Result<(), ImportError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let document: Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| ImportError::HermesConfig {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    let ours: Value = std::fs::read_to_string(home.config_file())
+        .ok()
+        .and_then(|t| serde_yaml_ng::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let is_set = |key: &str| {
+        key.split('.')
+            .try_fold(&ours, |v, part| v.get(part))
+            .is_some_and(|v| !v.is_null())
+    };
+    let mut settings = Vec::new();
+    leaves(&document, "", &mut settings);
+    for (key, value) in settings {
+        if key.is_empty() {
+            continue;
+        }
+        if key.ends_with("api_key") {
+            report.unmapped.push(format!("{key} (keys belong in .env)"));
+            continue;
+        }
+        match mapping(&key, &value) {
+            Some((ours_key, _)) if is_set(ours_key) && !overwrite => {
+                report.kept.push(format!("config {ours_key}"));
+            }
+            Some((ours_key, new)) => {
+                set(&home.config_file(), ours_key, &new, env)?;
+                report.imported.push(format!("config {key} → {ours_key}"));
+            }
+            None => report.unmapped.push(key),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hermes_home() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("skills/devops/deploy")).unwrap();
+        std::fs::write(
+            root.join("skills/devops/deploy/SKILL.md"),
+            "---\nname: deploy\n---\nbody",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("memories")).unwrap();
+        std::fs::write(root.join("memories/MEMORY.md"), "uses tabs\n§\nCI is slow").unwrap();
+        std::fs::write(root.join("memories/USER.md"), "name: Ada").unwrap();
+        std::fs::write(root.join("SOUL.md"), "You are calm.").unwrap();
+        std::fs::write(root.join(".env"), "OPENROUTER_API_KEY=sk-or-1\nOTHER=x\n").unwrap();
+        std::fs::write(
+            root.join("config.yaml"),
+            "model:\n  default: anthropic/claude-sonnet-4\n  provider: openrouter\n  base_url: http://127.0.0.1:9/v1\nagent:\n  max_turns: 40\nterminal:\n  backend: docker\ndisplay:\n  skin: ares\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_hermes_home_is_imported_and_the_rest_reported() {
+        let hermes = hermes_home();
+        let target = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(target.path());
+        let env = EnvLayer::from_pairs(&[]);
+        let report = import_hermes(hermes.path(), &home, false, &env).unwrap();
+
+        assert!(home.skills_dir().join("devops/deploy/SKILL.md").is_file());
+        assert_eq!(
+            std::fs::read_to_string(target.path().join("MEMORY.md")).unwrap(),
+            "uses tabs\n§\nCI is slow"
+        );
+        assert!(home.soul_file().is_file());
+        let dotenv = std::fs::read_to_string(home.env_file()).unwrap();
+        assert!(dotenv.contains("OPENROUTER_API_KEY=sk-or-1") && !dotenv.contains("OTHER"));
+        let config = crate::config::ConfigFile::load(&home.config_file(), &env).unwrap();
+        assert_eq!(
+            config.model.name.as_deref(),
+            Some("anthropic/claude-sonnet-4")
+        );
+        assert_eq!(config.model.provider.as_deref(), Some("openai"));
+        assert_eq!(config.budget.max_iterations, 40);
+        assert_eq!(report.unmapped, ["terminal.backend", "display.skin"]);
+        assert!(
+            report
+                .imported
+                .iter()
+                .any(|i| i.contains("agent.max_turns → budget.max_iterations"))
+        );
+        assert!(
+            !format!("{report:?}").contains("sk-or-1"),
+            "secret values are never reported"
+        );
+
+        // A second import keeps what is there.
+        std::fs::write(target.path().join("MEMORY.md"), "mine").unwrap();
+        let again = import_hermes(hermes.path(), &home, false, &env).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(target.path().join("MEMORY.md")).unwrap(),
+            "mine"
+        );
+        assert!(again.kept.iter().any(|k| k.ends_with("MEMORY.md")));
+        assert!(again.kept.contains(&"config model.name".to_string()));
+        assert!(again.imported.is_empty(), "{again:?}");
+    }
+
+    #[test]
+    fn a_directory_that_is_not_hermes_is_refused() {
+        let empty = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let err = import_hermes(
+            empty.path(),
+            &ProfileHome::at(target.path()),
+            false,
+            &EnvLayer::from_pairs(&[]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("is not a Hermes home"), "{err}");
+    }
+}

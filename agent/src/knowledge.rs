@@ -1,0 +1,164 @@
+//! What the agent knows at session start: the frozen memory snapshot, the
+//! skills (level 0 in the prompt, the rest through tools) and the scanned
+//! context files of the working directory — as prompt sections and tools.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use talaria_kernel::Section;
+use talaria_memory::{
+    ContextFile, MemorySnapshot, MemoryStore, Scanner, load_context_files, render_context_files,
+};
+use talaria_skills::{
+    SKILL_GUIDANCE, SKILL_MANAGE, SkillManager, SkillRoots, Visibility, render_index,
+};
+
+use crate::home::ProfileHome;
+use crate::tools::{MemoryTool, NativeTool, ScanFn, skill_tools};
+
+/// The knowledge of one session.
+pub struct Knowledge {
+    memory: Option<Arc<MemoryStore>>,
+    snapshot: Option<MemorySnapshot>,
+    skills: Arc<Mutex<SkillManager>>,
+    context_files: Vec<ContextFile>,
+    /// Skipped skills, blocked memory entries and context files, unreadable stores.
+    pub notices: Vec<String>,
+}
+
+/// Skills shipped with the distribution (read-only): next to the executable
+/// or in the installed share directory.
+fn bundled_skill_dirs() -> Vec<PathBuf> {
+    let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    [
+        exe_dir.join("skills"),
+        exe_dir.join("../share/talaria/skills"),
+    ]
+    .into_iter()
+    .filter(|dir| dir.is_dir())
+    .collect()
+}
+
+/// The scanner as the skill tools use it: `Err` names the rule.
+fn scan_fn() -> ScanFn {
+    Arc::new(|text: &str| match Scanner::builtin() {
+        Ok(scanner) => match scanner.scan(text) {
+            Some(threat) => Err(format!(
+                "blocked: the text trips rule '{}' ({}): {}",
+                threat.rule_id,
+                threat.category.as_str(),
+                threat.description
+            )),
+            None => Ok(()),
+        },
+        // Without a scanner nothing unchecked is written.
+        Err(error) => Err(format!("the threat scanner is unavailable: {error}")),
+    })
+}
+
+impl Knowledge {
+    /// Reads memory, skills and context files once, at session start.
+    pub fn load(home: &ProfileHome, cwd: &Path) -> Self {
+        let mut notices = Vec::new();
+        let (memory, snapshot) = match MemoryStore::open(home.memory_dir()) {
+            Ok(store) => match store.snapshot() {
+                Ok(snapshot) => {
+                    for blocked in &snapshot.blocked {
+                        notices.push(format!(
+                            "{} entry {} was left out of the prompt: it trips rule '{}' ({})",
+                            blocked.target.file_name(),
+                            blocked.index,
+                            blocked.threat.rule_id,
+                            blocked.threat.description
+                        ));
+                    }
+                    (Some(Arc::new(store)), Some(snapshot))
+                }
+                Err(error) => {
+                    notices.push(format!("memory is unavailable: {error}"));
+                    (Some(Arc::new(store)), None)
+                }
+            },
+            Err(error) => {
+                notices.push(format!("memory is unavailable: {error}"));
+                (None, None)
+            }
+        };
+        let mut roots = SkillRoots::new(home.skills_dir());
+        for dir in bundled_skill_dirs() {
+            roots = roots.with_bundled(dir);
+        }
+        let (manager, issues) = SkillManager::load(roots);
+        notices.extend(
+            issues
+                .iter()
+                .map(|issue| format!("skill {}: {}", issue.path.display(), issue.reason)),
+        );
+        let context_files = load_context_files(cwd);
+        for file in &context_files {
+            if let Some(threat) = &file.blocked {
+                notices.push(format!(
+                    "{} was left out of the prompt: it trips rule '{}' ({})",
+                    file.name, threat.rule_id, threat.description
+                ));
+            }
+        }
+        Self {
+            memory,
+            snapshot,
+            skills: Arc::new(Mutex::new(manager)),
+            context_files,
+            notices,
+        }
+    }
+
+    /// The agent-level tools: `memory` and the skill tools.
+    pub fn tools(&self) -> Vec<Arc<dyn NativeTool>> {
+        let mut tools = skill_tools(self.skills.clone(), scan_fn());
+        if let Some(store) = &self.memory {
+            tools.push(Arc::new(MemoryTool::new(store.clone())));
+        }
+        tools
+    }
+
+    /// The prompt sections, given what the model can call (skills that need
+    /// missing tools are not offered).
+    pub fn sections(
+        &self,
+        tools: &BTreeSet<String>,
+        toolsets: &BTreeSet<String>,
+    ) -> Vec<(Section, String)> {
+        let mut sections = Vec::new();
+        if let Some(snapshot) = self.snapshot.as_ref().filter(|s| !s.is_empty()) {
+            sections.push((Section::Memory, snapshot.render()));
+        }
+        if let Ok(manager) = self.skills.lock() {
+            let visibility = Visibility {
+                platform: std::env::consts::OS,
+                toolsets,
+                tools,
+            };
+            let mut text = render_index(&manager.index().visible(&visibility));
+            if tools.contains(SKILL_MANAGE) {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(SKILL_GUIDANCE);
+            }
+            if !text.is_empty() {
+                sections.push((Section::SkillsIndex, text));
+            }
+        }
+        let context = render_context_files(&self.context_files);
+        if !context.trim().is_empty() {
+            sections.push((Section::ContextFiles, context));
+        }
+        sections
+    }
+}

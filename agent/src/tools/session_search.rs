@@ -1,0 +1,102 @@
+//! `session_search`: full-text search over past sessions (this profile),
+//! returned as short snippets grouped by session.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use talaria_dispatch::ToolFlags;
+use talaria_kernel::{ToolContext, ToolSpec};
+use talaria_store::SessionDb;
+
+use super::NativeTool;
+
+/// Most hits a call returns.
+const MAX_LIMIT: usize = 50;
+
+/// The `session_search` tool over the profile's session database.
+pub struct SessionSearchTool {
+    db: Arc<SessionDb>,
+}
+
+impl SessionSearchTool {
+    /// A tool searching `db`.
+    pub fn new(db: Arc<SessionDb>) -> Self {
+        Self { db }
+    }
+}
+
+#[async_trait]
+impl NativeTool for SessionSearchTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "session_search".into(),
+            description: "Search your past conversations with this user (every session of this \
+                profile): words, phrases, parts of words, any language. Use it when the user \
+                refers to earlier work (\"like last time\", \"the bug we fixed\") or when past \
+                decisions would help. Returns snippets grouped by session, newest first when \
+                sort is \"recent\"."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most hits (default 10)."},
+                    "sort": {"type": "string", "enum": ["relevance", "recent"], "description": "Order of the hits (default relevance)."},
+                    "session_id": {"type": "string", "description": "Only this session."}
+                },
+                "required": ["query"]
+            }),
+        }
+    }
+
+    fn toolset(&self) -> &'static str {
+        "session_search"
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::read_only()
+    }
+
+    async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, String> {
+        let query = arguments["query"]
+            .as_str()
+            .filter(|q| !q.trim().is_empty())
+            .ok_or("query must be a non-empty string")?
+            .to_owned();
+        let limit = arguments["limit"]
+            .as_u64()
+            .map_or(10, |l| usize::try_from(l).unwrap_or(MAX_LIMIT))
+            .clamp(1, MAX_LIMIT);
+        let only = arguments["session_id"].as_str().map(str::to_owned);
+        let recent = arguments["sort"].as_str() == Some("recent");
+        let current = context.session_id.clone();
+        let db = self.db.clone();
+        let hits = tokio::task::spawn_blocking(move || db.search(&query, limit * 4))
+            .await
+            .map_err(|e| format!("the search did not finish: {e}"))?
+            .map_err(|e| e.to_string())?;
+        let mut hits: Vec<_> = hits
+            .into_iter()
+            .filter(|h| only.as_ref().is_none_or(|s| &h.session_id == s))
+            .collect();
+        if recent {
+            hits.sort_by_key(|hit| std::cmp::Reverse(hit.created_at));
+        }
+        hits.truncate(limit);
+        let results: Vec<Value> = hits
+            .iter()
+            .map(|hit| {
+                json!({
+                    "session_id": hit.session_id,
+                    "current_session": hit.session_id == current,
+                    "message": hit.message_seq,
+                    "role": hit.role,
+                    "snippet": hit.snippet,
+                    "time_ms": hit.created_at,
+                })
+            })
+            .collect();
+        Ok(json!({ "count": results.len(), "results": results }))
+    }
+}

@@ -1,0 +1,62 @@
+//! `talaria config show|get|set|path`.
+
+use talaria_agent::config_edit::{effective, get, set};
+use talaria_agent::{EnvLayer, ProfileHome};
+
+use crate::args::ConfigCommand;
+use crate::exit::{Status, usage_error};
+use crate::run::load_profile;
+
+fn yaml(value: &serde_yaml_ng::Value) -> String {
+    match value {
+        serde_yaml_ng::Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other)
+            .unwrap_or_default()
+            .trim_end()
+            .to_owned(),
+    }
+}
+
+/// Runs one config command.
+pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
+    match command {
+        ConfigCommand::Path => {
+            println!("{}", home.config_file().display());
+            Status::Answered
+        }
+        ConfigCommand::Show | ConfigCommand::Get { .. } => {
+            let (_, config) = match load_profile(home) {
+                Ok(loaded) => loaded,
+                Err(error) => return usage_error(&error),
+            };
+            let value = match &command {
+                ConfigCommand::Get { key } => get(&config, key),
+                _ => effective(&config),
+            };
+            match value {
+                Ok(serde_yaml_ng::Value::Null) => {
+                    eprintln!("(not set)");
+                    Status::Answered
+                }
+                Ok(value) => {
+                    println!("{}", yaml(&value));
+                    Status::Answered
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+        ConfigCommand::Set { key, value } => {
+            let env = match EnvLayer::load(&home.env_file()) {
+                Ok(env) => env,
+                Err(error) => return usage_error(&error.to_string()),
+            };
+            match set(&home.config_file(), &key, &value, &env) {
+                Ok(()) => {
+                    println!("{key} = {value} (applies to the next session)");
+                    Status::Answered
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+    }
+}

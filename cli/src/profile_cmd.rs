@@ -1,0 +1,90 @@
+//! `talaria profile create|use|list|delete`.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use talaria_agent::Profiles;
+
+use crate::args::ProfileCommand;
+use crate::exit::{Status, usage_error};
+
+/// Runs one profile command. `current` is the profile the command line
+/// selected (`-p`), used as the source of `create --clone`.
+pub fn run(command: ProfileCommand, profiles: &Profiles, current: Option<&str>) -> Status {
+    match command {
+        ProfileCommand::Create { name, clone } => {
+            let source = if clone {
+                match profiles.home(current) {
+                    Ok(home) => Some(home),
+                    Err(error) => return usage_error(&error.to_string()),
+                }
+            } else {
+                None
+            };
+            match profiles.create(&name, source.as_ref()) {
+                Ok(home) => {
+                    println!(
+                        "Created profile '{name}' in {}{}. Use it with `talaria -p {name}` or make it the default with `talaria profile use {name}`.",
+                        home.root().display(),
+                        if clone { " (setup cloned)" } else { "" }
+                    );
+                    Status::Answered
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+        ProfileCommand::Use { name } => match profiles.set_active(&name) {
+            Ok(()) => {
+                println!("Commands now use profile '{name}' unless -p says otherwise.");
+                Status::Answered
+            }
+            Err(error) => usage_error(&error.to_string()),
+        },
+        ProfileCommand::List => {
+            for profile in profiles.list() {
+                println!(
+                    "{} {:<16} {}",
+                    if profile.active { "*" } else { " " },
+                    profile.name,
+                    profile.home.display()
+                );
+            }
+            Status::Answered
+        }
+        ProfileCommand::Delete { name, yes } => {
+            let home = match profiles.home(Some(&name)) {
+                Ok(home) => home,
+                Err(error) => return usage_error(&error.to_string()),
+            };
+            if !yes {
+                if !std::io::stdin().is_terminal() {
+                    return usage_error(&format!(
+                        "deleting profile '{name}' removes {} and everything in it; pass --yes to confirm",
+                        home.root().display()
+                    ));
+                }
+                eprint!(
+                    "Delete profile '{name}' and everything in {} (sessions, memory, skills)? [y/N] ",
+                    home.root().display()
+                );
+                let _ = std::io::stderr().flush();
+                let mut answer = String::new();
+                let _ = std::io::stdin().lock().read_line(&mut answer);
+                if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+                    eprintln!("Nothing deleted.");
+                    return Status::Answered;
+                }
+            }
+            let was_active = profiles.active() == name;
+            match profiles.delete(&name) {
+                Ok(dir) => {
+                    println!("Deleted profile '{name}' ({}).", dir.display());
+                    if was_active {
+                        println!("The default profile is active again.");
+                    }
+                    Status::Answered
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Sessions through the real binary: every message stored as it happens,
+//! listing, search, export, delete, and resuming — also after the process
+//! was killed in the middle of a tool call.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use talaria_testkit::{Role, Script, ScriptedServer, Step, ToolCall};
+
+fn talaria_q(
+    home: &Home,
+    work: &Path,
+    server: &ScriptedServer,
+    prompt: &str,
+    extra: &[&str],
+) -> std::process::Command {
+    let base = server.openai_base_url();
+    let mut args = vec![
+        "-q",
+        prompt,
+        "--provider",
+        "openai",
+        "--model",
+        "test-model",
+        "--base-url",
+        &base,
+    ];
+    args.extend_from_slice(extra);
+    let mut command = home.talaria(&args);
+    command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
+    command
+}
+
+fn text(home: &Home, args: &[&str]) -> String {
+    let output = run(home.talaria(args));
+    assert_code(&output, 0);
+    stdout(&output)
+}
+
+#[test]
+fn sessions_are_stored_listed_searched_exported_continued_and_deleted() {
+    let home = Home::new();
+    let work = home.workdir();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "todo",
+            r#"{"todos":[{"id":"1","content":"migrate the 数据库 schema","status":"in_progress"}]}"#,
+        ),
+        Step::text("The zebra migration is planned."),
+        Step::text("Continuing where we left off."),
+    ]))
+    .unwrap();
+    let output = run(talaria_q(
+        &home,
+        work.path(),
+        &server,
+        "plan the zebra migration",
+        &[],
+    ));
+    assert_code(&output, 0);
+
+    let list = text(&home, &["sessions", "list"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(
+        list.contains("4 msgs") && list.contains("plan the zebra migration"),
+        "{list}"
+    );
+    let id = list.split_whitespace().next().unwrap().to_owned();
+
+    let hits = text(&home, &["sessions", "search", "zebra"]);
+    assert!(hits.contains(&id), "{hits}");
+    let cjk = text(&home, &["sessions", "search", "数据库"]);
+    assert!(cjk.contains(&id), "substring search finds CJK: {cjk}");
+    let export = text(&home, &["sessions", "export", &id[..8]]);
+    let lines: Vec<serde_json::Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5, "a header and 4 messages: {export}");
+
+    let output = run(talaria_q(
+        &home,
+        work.path(),
+        &server,
+        "and now?",
+        &["--continue"],
+    ));
+    assert_code(&output, 0);
+    assert!(
+        stderr(&output).contains(&format!("Resuming session {id}")),
+        "{}",
+        stderr(&output)
+    );
+    let resumed = server.requests()[2].messages();
+    assert!(
+        resumed
+            .iter()
+            .any(|m| m.role == Role::User && m.text.contains("plan the zebra migration")),
+        "the earlier turn is sent again"
+    );
+    assert_eq!(
+        text(&home, &["sessions", "list"]).lines().count(),
+        1,
+        "one session, continued"
+    );
+
+    let refused = run(home.talaria(&["sessions", "delete", &id]));
+    assert_code(&refused, 2);
+    text(&home, &["sessions", "delete", &id, "--yes"]);
+    assert!(text(&home, &["sessions", "list"]).trim().is_empty());
+}
+
+#[test]
+fn a_session_killed_mid_tool_resumes_without_an_orphan_call() {
+    let home = Home::new();
+    let work = home.workdir();
+    let marker = format!("{}", 8000 + std::process::id() % 1000);
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([
+            ToolCall::new(
+                "todo",
+                r#"{"todos":[{"id":"1","content":"wait","status":"in_progress"}]}"#,
+            ),
+            ToolCall::new(
+                "terminal",
+                serde_json::json!({ "command": format!("sleep {marker}") }).to_string(),
+            ),
+        ]),
+        Step::text("resumed fine"),
+    ]))
+    .unwrap();
+    let mut child = talaria_q(&home, work.path(), &server, "start the long job", &[])
+        .spawn()
+        .unwrap();
+    // Wait until the command runs, then kill talaria outright.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let wanted = format!("sleep\0{marker}\0");
+    loop {
+        let running = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted.as_bytes()));
+        if running {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let output = run(talaria_q(
+        &home,
+        work.path(),
+        &server,
+        "are you there?",
+        &["--continue"],
+    ));
+    assert_code(&output, 0);
+    assert!(
+        stderr(&output).contains("marked interrupted"),
+        "{}",
+        stderr(&output)
+    );
+    let requests = server.requests();
+    let messages = requests[1].messages();
+    let results: Vec<_> = messages
+        .iter()
+        .flat_map(|m| m.tool_results.clone())
+        .collect();
+    assert_eq!(results.len(), 2, "both calls answered: {messages:?}");
+    assert!(results[1].content.contains("interrupted"), "{results:?}");
+    talaria_testkit::assertions::assert_tool_calls_paired(&requests[1..]);
+    // The sleep died with its process group or is left to die: never a second copy.
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &format!("sleep {marker}")])
+        .status();
+}
