@@ -180,3 +180,39 @@ fn a_session_killed_mid_tool_resumes_without_an_orphan_call() {
         .args(["-f", &format!("sleep {marker}")])
         .status();
 }
+
+#[test]
+fn session_search_condenses_hits_with_the_auxiliary_model() {
+    let home = Home::new();
+    let work = home.workdir();
+    let aux = ScriptedServer::spawn(Script::new([Step::text(
+        "Earlier the zebra migration was planned [session].",
+    )]))
+    .unwrap();
+    home.write_config(&format!(
+        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\nauxiliary:\n  name: aux-model\n  base_url: {}\n",
+        aux.openai_base_url()
+    ));
+    let server = ScriptedServer::spawn(Script::new([
+        Step::text("Planned."),
+        Step::tool_call("session_search", r#"{"query":"zebra"}"#),
+        Step::text("Found it."),
+    ]))
+    .unwrap();
+    assert_code(&run(talaria_q(&home, work.path(), &server, "plan the zebra migration", &[])), 0);
+    assert_code(&run(talaria_q(&home, work.path(), &server, "what did we plan?", &[])), 0);
+
+    let result = server.requests()[2]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .map(|r| r.content)
+        .next()
+        .unwrap();
+    let result: serde_json::Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["summary"], "Earlier the zebra migration was planned [session].");
+    assert!(result["count"].as_u64().unwrap() >= 1, "{result}");
+    let condense = &aux.requests()[0];
+    assert_eq!(condense.model(), Some("aux-model"));
+    assert!(condense.body.to_string().contains("zebra"), "the hits go to the auxiliary model");
+}

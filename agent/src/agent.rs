@@ -20,6 +20,7 @@ use talaria_plugin_host::ExecServices;
 use talaria_providers::ProviderConfig;
 use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 
+use crate::auxiliary::Auxiliary;
 use crate::config::NetworkConfig;
 use crate::config::ToolsConfig;
 use crate::exec_setup::exec_services;
@@ -140,7 +141,14 @@ impl Agent {
         let mut native = builtin();
         native.extend(knowledge.tools());
         if let Some(db) = &db {
-            native.push(Arc::new(SessionSearchTool::new(db.clone())));
+            let auxiliary = match &settings.auxiliary {
+                Some(model) => Some(Arc::new(Auxiliary::new(
+                    provider_for(model, network)?,
+                    model.model.clone(),
+                ))),
+                None => None,
+            };
+            native.push(Arc::new(SessionSearchTool::new(db.clone(), auxiliary)));
         }
         let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(native))];
         if let Some(plugin_tools) = plugins.tools {

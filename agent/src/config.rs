@@ -246,6 +246,10 @@ pub struct ConfigFile {
     /// Models tried in order when the primary keeps failing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback: Vec<ModelConfig>,
+    /// A cheaper model for side jobs (condensing session search hits,
+    /// summaries); unset fields come from `model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auxiliary: Option<ModelConfig>,
     /// Run limits.
     #[serde(skip_serializing_if = "is_default")]
     pub budget: BudgetConfig,

@@ -3,6 +3,7 @@
 //! Every surface (CLI, gateway, ACP, cron, API server) starts here.
 
 pub mod agent;
+pub mod auxiliary;
 pub mod config;
 pub mod config_edit;
 pub mod env;

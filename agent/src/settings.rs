@@ -61,6 +61,8 @@ pub struct Settings {
     pub primary: ModelSettings,
     /// Fallbacks, in order.
     pub fallbacks: Vec<ModelSettings>,
+    /// The cheaper model for side jobs (condensing search hits, summaries), if configured.
+    pub auxiliary: Option<ModelSettings>,
     /// The parsed config file (for the remaining sections).
     pub config: ConfigFile,
     /// `--yolo`: dangerous commands run without asking (hardline ones never).
@@ -169,11 +171,24 @@ impl Settings {
             .fallback
             .iter()
             .enumerate()
-            .map(|(i, entry)| fallback(entry, &primary, i, &config_path.to_string()))
+            .map(|(i, entry)| {
+                derived(
+                    entry,
+                    &primary,
+                    &format!("fallback[{i}]"),
+                    &config_path.to_string(),
+                )
+            })
             .collect::<Result<_, _>>()?;
+        let auxiliary = config
+            .auxiliary
+            .as_ref()
+            .map(|entry| derived(entry, &primary, "auxiliary", &config_path.to_string()))
+            .transpose()?;
         Ok(Self {
             primary,
             fallbacks,
+            auxiliary,
             config,
             yolo: false,
         })
@@ -205,22 +220,23 @@ impl Settings {
     }
 }
 
-/// A fallback inherits whatever it does not set from the primary, so a bare
-/// `- name: cheaper-model` means "same endpoint, other model".
-fn fallback(
+/// A fallback (or the auxiliary model) inherits whatever it does not set
+/// from the primary, so a bare `- name: cheaper-model` means "same endpoint,
+/// other model". `label` names the entry in messages (`fallback[0]`, `auxiliary`).
+fn derived(
     entry: &ModelConfig,
     primary: &ModelSettings,
-    index: usize,
+    label: &str,
     config_path: &str,
 ) -> Result<ModelSettings, SettingsError> {
     let provider = match &entry.provider {
-        Some(v) => parse_provider(v, &format!("fallback[{index}].provider in {config_path}"))?,
+        Some(v) => parse_provider(v, &format!("{label}.provider in {config_path}"))?,
         None => primary.provider,
     };
     let switched = provider != primary.provider;
     let Some(model) = entry.name.clone() else {
         return Err(SettingsError::Missing(vec![format!(
-            "fallback[{index}].name in {config_path}"
+            "{label}.name in {config_path}"
         )]));
     };
     Ok(ModelSettings {

@@ -1,0 +1,60 @@
+//! The auxiliary model: one-off requests outside the conversation (condensing
+//! search hits, summaries), on the cheaper model the config names.
+
+use std::sync::Arc;
+
+use talaria_kernel::model::ModelRequest;
+use talaria_kernel::{
+    CacheBreakpoints, CancellationToken, Message, ModelError, ModelProvider, StreamEvent,
+    StreamSink, ToolChoice,
+};
+
+/// A model for side jobs.
+pub struct Auxiliary {
+    provider: Arc<dyn ModelProvider>,
+    model: String,
+}
+
+/// Side jobs are not shown while they stream.
+struct Quiet;
+
+impl StreamSink for Quiet {
+    fn on_event(&self, _event: &StreamEvent) {}
+}
+
+impl Auxiliary {
+    /// `model` on `provider`.
+    pub fn new(provider: Arc<dyn ModelProvider>, model: impl Into<String>) -> Self {
+        Self {
+            provider,
+            model: model.into(),
+        }
+    }
+
+    /// The model's name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// One request without tools: `system` and one user message in, text out.
+    pub async fn complete_text(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: u32,
+        cancel: &CancellationToken,
+    ) -> Result<String, ModelError> {
+        let messages = [Message::user(user)];
+        let request = ModelRequest {
+            model: &self.model,
+            system,
+            messages: &messages,
+            tools: &[],
+            tool_choice: ToolChoice::None,
+            cache: &CacheBreakpoints::default(),
+            max_tokens: Some(max_tokens),
+        };
+        let response = self.provider.complete(request, &Quiet, cancel).await?;
+        Ok(response.message.content)
+    }
+}
