@@ -21,6 +21,7 @@ use crate::ports::{
 };
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
+use crate::scrub::{StreamScrubber, scrub};
 use crate::validate::validate_call;
 
 /// Result text given to every tool call that was cut short by an interrupt.
@@ -244,12 +245,52 @@ enum CallError {
     Failed(LoopError),
 }
 
-/// Passes stream events to the surface as they arrive.
-struct ForwardStream<'a>(&'a dyn EventSink);
+/// Passes stream events to the surface as they arrive, with memory-context
+/// blocks scrubbed from the visible text.
+struct ForwardStream<'a> {
+    events: &'a dyn EventSink,
+    scrubber: std::sync::Mutex<StreamScrubber>,
+}
+
+impl<'a> ForwardStream<'a> {
+    fn new(events: &'a dyn EventSink) -> Self {
+        Self {
+            events,
+            scrubber: std::sync::Mutex::new(StreamScrubber::new()),
+        }
+    }
+
+    fn emit_text(&self, text: String) {
+        if !text.is_empty() {
+            self.events
+                .emit(AgentEvent::Stream(StreamEvent::TextDelta { text }));
+        }
+    }
+
+    /// Shows what was held back when the stream ends.
+    fn finish(&self) {
+        let rest = self
+            .scrubber
+            .lock()
+            .map(|mut s| s.finish())
+            .unwrap_or_default();
+        self.emit_text(rest);
+    }
+}
 
 impl StreamSink for ForwardStream<'_> {
     fn on_event(&self, event: &StreamEvent) {
-        self.0.emit(AgentEvent::Stream(event.clone()));
+        match event {
+            StreamEvent::TextDelta { text } => {
+                let visible = self
+                    .scrubber
+                    .lock()
+                    .map(|mut s| s.push(text))
+                    .unwrap_or_default();
+                self.emit_text(visible);
+            }
+            other => self.events.emit(AgentEvent::Stream(other.clone())),
+        }
     }
 }
 
@@ -323,7 +364,18 @@ impl AgentLoop {
             input = format!("{input}\n\n{context}");
         }
         self.push(conversation, Message::user(input), events).await;
-        let outcome = self.drive(conversation, started, events, cancel).await;
+        // What the user sees never includes echoed memory-context blocks.
+        let outcome =
+            self.drive(conversation, started, events, cancel)
+                .await
+                .map(|exit| match exit {
+                    Exit::Final(text) => Exit::Final(scrub(&text)),
+                    Exit::BudgetExhausted { exhausted, summary } => Exit::BudgetExhausted {
+                        exhausted,
+                        summary: scrub(&summary),
+                    },
+                    Exit::Interrupted => Exit::Interrupted,
+                });
         self.state.phase = Phase::Done;
         match &outcome {
             Ok(Exit::Final(text)) | Ok(Exit::BudgetExhausted { summary: text, .. }) => {
@@ -585,12 +637,13 @@ impl AgentLoop {
                 iteration: self.state.iterations,
                 model: route.model.clone(),
             });
-            let sink = ForwardStream(events);
+            let sink = ForwardStream::new(events);
             let result = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
                 result = route.provider.complete(request, &sink, cancel) => result,
             };
+            sink.finish();
             let error = match result {
                 Ok(response) => {
                     self.state.retries = 0;

@@ -14,6 +14,7 @@ pub mod model;
 pub mod ports;
 pub mod prompt;
 pub mod retry;
+pub mod scrub;
 pub mod validate;
 
 pub use agent_loop::{

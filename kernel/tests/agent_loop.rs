@@ -478,3 +478,29 @@ async fn the_loop_refuses_to_start_without_a_model() {
     let result = AgentLoop::new(vec![], ports, Budget::default(), LoopConfig::standard());
     assert!(matches!(result, Err(LoopError::NoModel)));
 }
+
+#[tokio::test]
+async fn echoed_memory_context_never_reaches_the_user() {
+    let model = ScriptedModel::new(vec![text(
+        "Sure.<memory-context>user's notes</memory-context> Done.",
+    )]);
+    let mut rig = rig(&[model], Budget::default());
+    let exit = rig.run("hi").await.unwrap();
+    assert_eq!(exit, Exit::Final("Sure. Done.".into()));
+    let streamed: String = rig
+        .events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::Stream(StreamEvent::TextDelta { text }) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "Sure. Done.");
+    assert!(
+        rig.conversation.messages[1]
+            .content
+            .contains("user's notes"),
+        "the history keeps what the model said"
+    );
+}
