@@ -199,8 +199,26 @@ fn session_search_condenses_hits_with_the_auxiliary_model() {
         Step::text("Found it."),
     ]))
     .unwrap();
-    assert_code(&run(talaria_q(&home, work.path(), &server, "plan the zebra migration", &[])), 0);
-    assert_code(&run(talaria_q(&home, work.path(), &server, "what did we plan?", &[])), 0);
+    assert_code(
+        &run(talaria_q(
+            &home,
+            work.path(),
+            &server,
+            "plan the zebra migration",
+            &[],
+        )),
+        0,
+    );
+    assert_code(
+        &run(talaria_q(
+            &home,
+            work.path(),
+            &server,
+            "what did we plan?",
+            &[],
+        )),
+        0,
+    );
 
     let result = server.requests()[2]
         .messages()
@@ -210,9 +228,78 @@ fn session_search_condenses_hits_with_the_auxiliary_model() {
         .next()
         .unwrap();
     let result: serde_json::Value = serde_json::from_str(&result).unwrap();
-    assert_eq!(result["summary"], "Earlier the zebra migration was planned [session].");
+    assert_eq!(
+        result["summary"],
+        "Earlier the zebra migration was planned [session]."
+    );
     assert!(result["count"].as_u64().unwrap() >= 1, "{result}");
     let condense = &aux.requests()[0];
     assert_eq!(condense.model(), Some("aux-model"));
-    assert!(condense.body.to_string().contains("zebra"), "the hits go to the auxiliary model");
+    assert!(
+        condense.body.to_string().contains("zebra"),
+        "the hits go to the auxiliary model"
+    );
+}
+
+#[test]
+fn a_long_session_is_compressed_into_a_child_session_without_orphans() {
+    let home = Home::new();
+    let work = home.workdir();
+    let aux = ScriptedServer::spawn(Script::new([
+        Step::text("Goal: print long lines. Decisions: none. Open tasks: finish."),
+        Step::text("Goal: print long lines. Decisions: none. Open tasks: finish."),
+        Step::text("Goal: print long lines. Decisions: none. Open tasks: finish."),
+    ]))
+    .unwrap();
+    home.write_config(&format!(
+        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\nmodel:\n  context_window: 16000\nauxiliary:\n  name: aux-model\n  base_url: {}\n",
+        aux.openai_base_url()
+    ));
+    let print = || {
+        ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": "head -c 5000 /dev/zero | tr '\\\\0' x" }).to_string(),
+        )
+    };
+    let mut steps: Vec<Step> = (0..8).map(|_| Step::tool_calls([print()])).collect();
+    steps.push(Step::text("printed everything"));
+    let server = ScriptedServer::spawn(Script::new(steps)).unwrap();
+    let output = run(talaria_q(
+        &home,
+        work.path(),
+        &server,
+        "print long lines eight times",
+        &[],
+    ));
+    assert_code(&output, 0);
+    assert!(
+        stderr(&output).contains("context compressed"),
+        "{}",
+        stderr(&output)
+    );
+
+    let requests = server.requests();
+    talaria_testkit::assertions::assert_tool_calls_paired(&requests);
+    let last = requests.last().unwrap().messages();
+    assert!(
+        last.iter()
+            .any(|m| m.text.contains("reference only, not new instructions")),
+        "the summary is in the history"
+    );
+    assert!(
+        last.iter()
+            .any(|m| m.role == Role::User && m.text.contains("print long lines eight times")),
+        "the first request is protected"
+    );
+    assert!(!aux.requests().is_empty(), "the auxiliary model summarised");
+    let list = text(&home, &["sessions", "list"]);
+    let sessions = list.lines().count();
+    assert!(
+        (2..8).contains(&sessions),
+        "the compressed session and its continuation(s), not one per turn: {list}"
+    );
+    assert!(
+        list.contains("~1 "),
+        "continuations are chained to the first: {list}"
+    );
 }

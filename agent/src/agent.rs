@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
-    AgentLoop, CancellationToken, Conversation, EventSink, Exit, LoopError, LoopState,
-    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SessionStore, SystemClock,
-    ToolDispatcher,
+    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, LoopError, LoopState,
+    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SessionStore, Summarizer,
+    SystemClock, ToolDispatcher,
 };
 
 use talaria_approval::Approver;
@@ -124,6 +124,21 @@ impl Agent {
         )?;
         let plugins = load_plugins(home, cwd, surface.name(), exec.clone()).await;
         let mut notices = plugins.notices;
+        let auxiliary = match &settings.auxiliary {
+            Some(model) => Some(Arc::new(Auxiliary::new(
+                provider_for(model, network)?,
+                model.model.clone(),
+            ))),
+            None => None,
+        };
+        // Compression summaries: the auxiliary model, else the primary one.
+        let summarizer: Arc<dyn Summarizer> = match &auxiliary {
+            Some(auxiliary) => auxiliary.clone(),
+            None => Arc::new(Auxiliary::new(
+                provider_for(&settings.primary, network)?,
+                settings.primary.model.clone(),
+            )),
+        };
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
         // Sessions are kept in SQLite; if that is impossible the session
@@ -141,14 +156,10 @@ impl Agent {
         let mut native = builtin();
         native.extend(knowledge.tools());
         if let Some(db) = &db {
-            let auxiliary = match &settings.auxiliary {
-                Some(model) => Some(Arc::new(Auxiliary::new(
-                    provider_for(model, network)?,
-                    model.model.clone(),
-                ))),
-                None => None,
-            };
-            native.push(Arc::new(SessionSearchTool::new(db.clone(), auxiliary)));
+            native.push(Arc::new(SessionSearchTool::new(
+                db.clone(),
+                auxiliary.clone(),
+            )));
         }
         let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(native))];
         if let Some(plugin_tools) = plugins.tools {
@@ -208,6 +219,7 @@ impl Agent {
             .tools(tools.specs())
             .build();
         let mut ports = Ports::new(tools, store, Arc::new(SystemClock::new()));
+        ports.summarizer = Some(summarizer);
         if let Some(hooks) = plugins.hooks {
             ports.hooks = Arc::new(hooks);
         }
@@ -234,6 +246,13 @@ impl Agent {
     ) -> Result<Exit, LoopError> {
         self.agent_loop
             .run_turn(&mut self.conversation, input, events, cancel)
+            .await
+    }
+
+    /// Compresses the conversation now (`/compact [focus]`).
+    pub async fn compact(&mut self, focus: Option<&str>, events: &dyn EventSink) -> Compaction {
+        self.agent_loop
+            .compact(&mut self.conversation, focus, true, events)
             .await
     }
 

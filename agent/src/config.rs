@@ -33,6 +33,9 @@ pub struct ModelConfig {
     /// Prices in USD per million tokens, for the cost budget and `/usage`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pricing: Option<Pricing>,
+    /// The model's context window in tokens (default: known per model family).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
 }
 
 /// Limits of one conversation run.
@@ -237,6 +240,25 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// Context compression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompressionConfig {
+    /// Compress long conversations (a context-overflow error always does).
+    pub enabled: bool,
+    /// Share of the context window at which compression starts.
+    pub threshold: f32,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.5,
+        }
+    }
+}
+
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -268,6 +290,9 @@ pub struct ConfigFile {
     /// Command approval.
     #[serde(skip_serializing_if = "is_default")]
     pub approvals: ApprovalsConfig,
+    /// Context compression.
+    #[serde(skip_serializing_if = "is_default")]
+    pub compression: CompressionConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

@@ -215,8 +215,34 @@ impl Settings {
                 ..RetryPolicy::default()
             },
             max_tokens: self.primary.max_tokens,
+            context_window: self.config.compression.enabled.then(|| {
+                self.config
+                    .model
+                    .context_window
+                    .unwrap_or_else(|| default_context_window(&self.primary.model))
+            }),
+            compress_at: self.config.compression.threshold,
             ..LoopConfig::standard()
         }
+    }
+}
+
+/// Context windows of known model families, in tokens; 128k otherwise.
+pub fn default_context_window(model: &str) -> u32 {
+    let model = model.to_ascii_lowercase();
+    let name = model.rsplit('/').next().unwrap_or(&model);
+    if name.contains("claude") {
+        200_000
+    } else if name.starts_with("gpt-4.1") || name.contains("gemini") {
+        1_000_000
+    } else if name.starts_with("gpt-5") {
+        400_000
+    } else if name.starts_with("o1") || name.starts_with("o3") || name.starts_with("o4") {
+        200_000
+    } else if name.contains("deepseek") {
+        64_000
+    } else {
+        128_000
     }
 }
 

@@ -105,6 +105,14 @@ impl EventSink for Renderer {
                 "  ! {exhausted} exhausted: one last response, then a summary"
             )),
             AgentEvent::Warning { message } => self.progress(&format!("  ! {message}")),
+            AgentEvent::Compressed {
+                to_session,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.progress(&format!(
+                "  ~ context compressed: ~{tokens_before} → ~{tokens_after} tokens (continues as session {to_session})"
+            )),
             AgentEvent::ModelRequest { .. }
             | AgentEvent::Usage { .. }
             | AgentEvent::Final { .. }

@@ -251,6 +251,17 @@ async fn chat(agent: &mut Agent, settings: &Settings, home: &ProfileHome) -> Sta
             "/quit" | "/exit" => return Status::Answered,
             _ => {}
         }
+        if input == "/compact" || input.starts_with("/compact ") {
+            let focus = input
+                .strip_prefix("/compact")
+                .map(str::trim)
+                .filter(|f| !f.is_empty());
+            let outcome = agent.compact(focus, &renderer).await;
+            if outcome.pruned_outputs == 0 && outcome.summarized_messages == 0 {
+                eprintln!("  nothing to compact yet");
+            }
+            continue;
+        }
         let cancel = CancellationToken::new();
         if let Ok(mut running) = current_turn.lock() {
             *running = Some(cancel.clone());

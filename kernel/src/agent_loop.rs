@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Budget, Exhaustion};
+use crate::compress;
 use crate::events::{AgentEvent, EventSink};
 use crate::message::{Message, ToolCall, ToolResult, ToolSpec, Usage};
 use crate::model::{
@@ -16,8 +17,8 @@ use crate::model::{
     StreamEvent, StreamSink, ToolChoice,
 };
 use crate::ports::{
-    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, ToolContext, ToolDispatcher,
-    ValidatedCall,
+    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, Summarizer, ToolContext,
+    ToolDispatcher, ValidatedCall,
 };
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
@@ -68,6 +69,11 @@ pub struct LoopConfig {
     pub max_continuations: u32,
     /// Output token cap per call.
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens; compression starts at
+    /// `compress_at` of it. `None`: only a context-overflow error compresses.
+    pub context_window: Option<u32>,
+    /// Share of the context window that triggers compression (0 means 0.5).
+    pub compress_at: f32,
 }
 
 impl LoopConfig {
@@ -87,6 +93,8 @@ pub struct Ports {
     pub tools: Arc<dyn ToolDispatcher>,
     /// Observes and gates calls.
     pub hooks: Arc<dyn Hooks>,
+    /// Summarises for compression; without one a deterministic summary is used.
+    pub summarizer: Option<Arc<dyn Summarizer>>,
     /// Persists every message.
     pub store: Arc<dyn SessionStore>,
     /// Time and sleeping.
@@ -103,6 +111,7 @@ impl Ports {
         Self {
             tools,
             hooks: Arc::new(NoHooks),
+            summarizer: None,
             store,
             clock,
         }
@@ -188,6 +197,27 @@ pub struct LoopState {
     pub cost_usd: f64,
     /// Whether the `session_start` hooks have run (and `session_end` is owed).
     pub session_started: bool,
+    /// Compressions in a row that shrank the prompt by less than 10 %.
+    pub compressions_without_gain: u32,
+    /// Compressions over the loop's lifetime.
+    pub compressions: u32,
+    /// Whether the current call already compressed after a context overflow.
+    pub overflow_compressed: bool,
+}
+
+/// What a compression did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    /// Estimated prompt tokens before.
+    pub tokens_before: usize,
+    /// Estimated prompt tokens after.
+    pub tokens_after: usize,
+    /// Tool outputs replaced by a placeholder.
+    pub pruned_outputs: usize,
+    /// Messages folded into the summary (0: pruning was enough).
+    pub summarized_messages: usize,
+    /// The session continuing the conversation (a new one when anything changed).
+    pub session_id: String,
 }
 
 impl LoopState {
@@ -386,6 +416,117 @@ impl AgentLoop {
         outcome
     }
 
+    fn threshold(&self) -> Option<usize> {
+        let window = self.config.context_window? as f32;
+        let share = if self.config.compress_at > 0.0 {
+            self.config.compress_at.min(1.0)
+        } else {
+            0.5
+        };
+        Some((window * share) as usize)
+    }
+
+    fn estimate(conversation: &Conversation) -> usize {
+        compress::estimate_tokens(
+            conversation.prompt.system(),
+            conversation.prompt.tools(),
+            &conversation.messages,
+        )
+    }
+
+    /// Whether the next request would reach the compression threshold (and
+    /// compressing has not stopped paying off).
+    fn needs_compression(&self, conversation: &Conversation) -> bool {
+        self.state.compressions_without_gain < 2
+            && self
+                .threshold()
+                .is_some_and(|threshold| Self::estimate(conversation) >= threshold)
+    }
+
+    /// Compresses the conversation: old tool outputs first, then (if still
+    /// over the threshold, or `force`d) the middle into a summary. A changed
+    /// history continues in a new session whose parent is the old one.
+    pub async fn compact(
+        &mut self,
+        conversation: &mut Conversation,
+        focus: Option<&str>,
+        force: bool,
+        events: &dyn EventSink,
+    ) -> Compaction {
+        let before = Self::estimate(conversation);
+        let threshold = self.threshold().unwrap_or(before);
+        let messages = &mut conversation.messages;
+        let head = compress::head_end(messages);
+        // A forced compaction below the threshold keeps a tail relative to
+        // what there is, so it still has a middle to fold.
+        let tail_budget = (threshold.min(before) as f32 * compress::TAIL_SHARE) as usize;
+        let tail = compress::tail_start(messages, head, tail_budget);
+        let mut outcome = Compaction {
+            tokens_before: before,
+            tokens_after: before,
+            pruned_outputs: 0,
+            summarized_messages: 0,
+            session_id: conversation.session_id.clone(),
+        };
+        if tail <= head {
+            return outcome;
+        }
+        outcome.pruned_outputs = compress::prune_tool_outputs(messages, head..tail);
+        let mut summarized = false;
+        if force || Self::estimate(conversation) >= threshold {
+            let middle = &conversation.messages[head..tail];
+            let summary = match &self.ports.summarizer {
+                Some(summarizer) => summarizer
+                    .summarize(&compress::transcript(middle), focus)
+                    .await
+                    .ok()
+                    .filter(|s| !s.trim().is_empty()),
+                None => None,
+            };
+            summarized = summary.is_some();
+            let summary = summary.unwrap_or_else(|| compress::fallback_summary(middle));
+            outcome.summarized_messages = tail - head;
+            let assembled = compress::assemble(
+                &conversation.messages[..head],
+                &summary,
+                &conversation.messages[tail..],
+            );
+            conversation.messages = assembled;
+        }
+        if outcome.pruned_outputs == 0 && outcome.summarized_messages == 0 {
+            return outcome;
+        }
+        self.state.compressions += 1;
+        let old = conversation.session_id.clone();
+        let base = old.split('~').next().unwrap_or(&old).to_owned();
+        conversation.session_id = format!("{base}~{}", self.state.compressions);
+        if let Err(error) = self
+            .ports
+            .store
+            .continue_as(&old, &conversation.session_id, &conversation.messages)
+            .await
+        {
+            events.emit(AgentEvent::Warning {
+                message: format!("the compressed session could not be saved: {error}"),
+            });
+        }
+        outcome.tokens_after = Self::estimate(conversation);
+        outcome.session_id = conversation.session_id.clone();
+        if outcome.tokens_after * 10 > before * 9 {
+            self.state.compressions_without_gain += 1;
+        } else {
+            self.state.compressions_without_gain = 0;
+        }
+        events.emit(AgentEvent::Compressed {
+            from_session: old,
+            to_session: conversation.session_id.clone(),
+            tokens_before: before,
+            tokens_after: outcome.tokens_after,
+            summarized,
+        });
+        outcome
+    }
+
     /// Ends the session: runs the `session_end` hooks if the session started.
     /// Surfaces call it once, when the conversation is over.
     pub async fn end_session(&mut self, conversation: &Conversation) {
@@ -439,6 +580,9 @@ impl AgentLoop {
             self.state.phase = Phase::ForceSummary;
             return Ok(Step::Continue);
         }
+        if self.needs_compression(conversation) {
+            self.compact(conversation, None, false, events).await;
+        }
         let elapsed = self.ports.clock.now().saturating_sub(started);
         self.state.last_call_consumed = match self.budget.try_start_call(elapsed) {
             Ok(()) => true,
@@ -458,9 +602,24 @@ impl AgentLoop {
             .call_model(conversation, ToolChoice::Auto, events, cancel)
             .await
         {
-            Ok(response) => response,
+            Ok(response) => {
+                self.state.overflow_compressed = false;
+                response
+            }
             Err(CallError::Interrupted) => {
                 return Ok(Step::Exit(self.interrupt(conversation, events).await));
+            }
+            // The provider says the prompt is too long: compress, then one retry.
+            Err(CallError::Failed(LoopError::Model {
+                error: ModelError::ContextOverflow { .. },
+                ..
+            })) if !self.state.overflow_compressed => {
+                self.state.overflow_compressed = true;
+                if self.state.last_call_consumed {
+                    self.budget.iterations.refund();
+                }
+                self.compact(conversation, None, true, events).await;
+                return Ok(Step::Continue);
             }
             Err(CallError::Failed(error)) => return Err(error),
         };

@@ -70,6 +70,19 @@ pub enum AgentEvent {
         /// Which budget.
         exhausted: Exhaustion,
     },
+    /// The context was compressed; the conversation continues in a new session.
+    Compressed {
+        /// The session that was closed.
+        from_session: String,
+        /// The session that continues it.
+        to_session: String,
+        /// Estimated prompt tokens before.
+        tokens_before: usize,
+        /// Estimated prompt tokens after.
+        tokens_after: usize,
+        /// Whether a model summary was made (false: the fallback summary or pruning only).
+        summarized: bool,
+    },
     /// Something went wrong that did not stop the run (e.g. persisting failed).
     Warning {
         /// What happened.

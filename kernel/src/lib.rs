@@ -8,6 +8,7 @@
 
 pub mod agent_loop;
 pub mod budget;
+pub mod compress;
 pub mod events;
 pub mod message;
 pub mod model;
@@ -18,8 +19,8 @@ pub mod scrub;
 pub mod validate;
 
 pub use agent_loop::{
-    AgentLoop, Conversation, Exit, Grace, LoopConfig, LoopError, LoopState, ModelRoute, Phase,
-    Ports,
+    AgentLoop, Compaction, Conversation, Exit, Grace, LoopConfig, LoopError, LoopState, ModelRoute,
+    Phase, Ports,
 };
 pub use budget::{Budget, Exhaustion, IterationBudget, Pricing};
 pub use events::{AgentEvent, EventSink, NoEvents};
@@ -29,8 +30,8 @@ pub use model::{
     NullSink, StreamEvent, StreamSink, ToolChoice,
 };
 pub use ports::{
-    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, StoreError, SystemClock,
-    ToolContext, ToolDispatcher, ValidatedCall,
+    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, StoreError, Summarizer,
+    SystemClock, ToolContext, ToolDispatcher, ValidatedCall,
 };
 pub use prompt::{FrozenPrompt, PromptBuilder, Section};
 pub use retry::RetryPolicy;

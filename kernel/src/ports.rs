@@ -102,6 +102,15 @@ pub struct NoHooks;
 
 impl Hooks for NoHooks {}
 
+/// Summarises the middle of a conversation for context compression (the
+/// auxiliary model behind it lives outside the kernel).
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    /// A structured summary (goal, decisions, files touched, open tasks) of
+    /// `transcript`, paying attention to `focus` when given.
+    async fn summarize(&self, transcript: &str, focus: Option<&str>) -> Result<String, String>;
+}
+
 /// A failure of the session store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("session store: {0}")]
@@ -119,6 +128,20 @@ pub trait SessionStore: Send + Sync {
         usage: &Usage,
         cost_usd: f64,
     ) -> Result<(), StoreError>;
+    /// Compression closed `old_id`; `new_id` continues it with `messages`.
+    /// The default appends the messages to the new session.
+    async fn continue_as(
+        &self,
+        old_id: &str,
+        new_id: &str,
+        messages: &[Message],
+    ) -> Result<(), StoreError> {
+        let _ = old_id;
+        for message in messages {
+            self.append(new_id, message).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Monotonic time and sleeping, behind a port so tests run without waiting.

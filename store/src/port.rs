@@ -83,4 +83,24 @@ impl SessionStore for SqliteSessionStore {
         self.run(move |db| db.record_usage_or_create(&session, &usage, cost_usd))
             .await
     }
+
+    /// The continuation is a session of its own whose parent is the
+    /// compressed one, so the full history stays searchable.
+    async fn continue_as(
+        &self,
+        old_id: &str,
+        new_id: &str,
+        messages: &[Message],
+    ) -> Result<(), talaria_kernel::StoreError> {
+        let session = NewSession {
+            parent_session_id: Some(old_id.to_owned()),
+            ..self.metadata_for(new_id)
+        };
+        let messages = messages.to_vec();
+        self.run(move |db| {
+            db.ensure_session(&session)?;
+            db.append_batch(&session.id, &messages).map(drop)
+        })
+        .await
+    }
 }

@@ -299,7 +299,7 @@ pub fn rig_with(
     store: MemoryStore,
     clock: FakeClock,
 ) -> Rig {
-    rig_full(models, budget, store, clock, Arc::new(NoHooks))
+    rig_full(models, budget, store, clock, |_, _| {})
 }
 
 pub fn rig_with_hooks(models: &[Arc<ScriptedModel>], hooks: Arc<dyn Hooks>) -> Rig {
@@ -308,7 +308,25 @@ pub fn rig_with_hooks(models: &[Arc<ScriptedModel>], hooks: Arc<dyn Hooks>) -> R
         Budget::default(),
         MemoryStore::default(),
         FakeClock::default(),
-        hooks,
+        |ports, _| ports.hooks = hooks,
+    )
+}
+
+/// A rig whose loop compresses at half of `window` tokens.
+pub fn rig_compressing(
+    models: &[Arc<ScriptedModel>],
+    window: u32,
+    summarizer: Option<Arc<dyn Summarizer>>,
+) -> Rig {
+    rig_full(
+        models,
+        Budget::default(),
+        MemoryStore::default(),
+        FakeClock::default(),
+        |ports, config| {
+            ports.summarizer = summarizer;
+            config.context_window = Some(window);
+        },
     )
 }
 
@@ -317,7 +335,7 @@ fn rig_full(
     budget: Budget,
     store: MemoryStore,
     clock: FakeClock,
-    hooks: Arc<dyn Hooks>,
+    tweak: impl FnOnce(&mut Ports, &mut LoopConfig),
 ) -> Rig {
     let tools = FakeTools::new();
     let store = Arc::new(store);
@@ -331,9 +349,9 @@ fn rig_full(
         })
         .collect();
     let mut ports = Ports::new(tools.clone(), store.clone(), clock.clone());
-    ports.hooks = hooks;
     let mut config = LoopConfig::standard();
     config.retry.base_delay = Duration::from_millis(100);
+    tweak(&mut ports, &mut config);
     let agent = AgentLoop::new(routes, ports, budget, config).unwrap();
     let prompt = PromptBuilder::new()
         .section(Section::Persona, prompt::DEFAULT_PERSONA)

@@ -1,0 +1,266 @@
+//! Context compression: the pure parts. When the estimated prompt reaches a
+//! share of the model's context window, old tool outputs are replaced by a
+//! placeholder; if that is not enough, the middle of the conversation (between
+//! a protected head and a tail budget, never splitting a tool call from its
+//! results) is replaced by a summary marked as reference material.
+
+use crate::message::{Message, Role, ToolSpec};
+
+/// Messages at the start that are never compressed.
+pub const PROTECTED_HEAD: usize = 3;
+/// Share of the threshold kept verbatim at the end.
+pub const TAIL_SHARE: f32 = 0.2;
+/// What an old tool output becomes.
+pub const PRUNED_OUTPUT: &str = "[older tool output removed to save context]";
+/// The prefix of an inserted summary.
+pub const SUMMARY_PREFIX: &str = "[Summary of the earlier conversation — reference only, not new \
+instructions. The work continues from here.]";
+
+/// Rough token count: about four characters per token.
+fn tokens_of(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+fn message_tokens(message: &Message) -> usize {
+    let calls: usize = message
+        .tool_calls
+        .iter()
+        .map(|c| tokens_of(&c.name) + tokens_of(&c.arguments))
+        .sum();
+    // A few tokens of per-message framing.
+    4 + tokens_of(&message.content) + calls
+}
+
+/// The estimated prompt size of a request.
+pub fn estimate_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> usize {
+    let tools: usize = tools
+        .iter()
+        .map(|t| {
+            tokens_of(&t.name) + tokens_of(&t.description) + tokens_of(&t.parameters.to_string())
+        })
+        .sum();
+    tokens_of(system) + tools + messages.iter().map(message_tokens).sum::<usize>()
+}
+
+/// Where the protected head ends: after [`PROTECTED_HEAD`] messages, moved
+/// forward past the results of a tool call the head contains.
+pub fn head_end(messages: &[Message]) -> usize {
+    let mut end = PROTECTED_HEAD.min(messages.len());
+    while end < messages.len() && messages[end].role == Role::Tool {
+        end += 1;
+    }
+    end
+}
+
+/// Where the kept tail starts: as many recent messages as fit in `budget`
+/// tokens, moved back so it never starts with a tool result (its call comes
+/// along). Never before `head`.
+pub fn tail_start(messages: &[Message], head: usize, budget: usize) -> usize {
+    let mut start = messages.len();
+    let mut used = 0;
+    while start > head {
+        let cost = message_tokens(&messages[start - 1]);
+        if used + cost > budget && start < messages.len() {
+            break;
+        }
+        used += cost;
+        start -= 1;
+    }
+    while start > head && start < messages.len() && messages[start].role == Role::Tool {
+        start -= 1;
+    }
+    start.max(head)
+}
+
+/// Replaces the content of tool results in `range` by [`PRUNED_OUTPUT`];
+/// returns how many were replaced.
+pub fn prune_tool_outputs(messages: &mut [Message], range: std::ops::Range<usize>) -> usize {
+    let mut pruned = 0;
+    for message in &mut messages[range] {
+        if message.role == Role::Tool
+            && message.content != PRUNED_OUTPUT
+            && message.content.len() > PRUNED_OUTPUT.len()
+        {
+            message.content = PRUNED_OUTPUT.to_owned();
+            pruned += 1;
+        }
+    }
+    pruned
+}
+
+/// The middle as text for the summariser.
+pub fn transcript(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool result",
+        };
+        out.push_str(&format!("## {role}\n{}\n", message.content));
+        for call in &message.tool_calls {
+            out.push_str(&format!("(calls {} {})\n", call.name, call.arguments));
+        }
+    }
+    out
+}
+
+/// A summary made without a model: the user's requests and the tools used.
+pub fn fallback_summary(messages: &[Message]) -> String {
+    let requests: Vec<String> = messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| {
+            format!(
+                "- {}",
+                m.content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            )
+        })
+        .collect();
+    let mut tools: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()))
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    format!(
+        "Goal and requests so far:\n{}\nTools used: {}.",
+        if requests.is_empty() {
+            "- (none recorded)".to_owned()
+        } else {
+            requests.join("\n")
+        },
+        if tools.is_empty() {
+            "none".to_owned()
+        } else {
+            tools.join(", ")
+        }
+    )
+}
+
+/// `head + summary + tail`, with the summary in a role that keeps user and
+/// assistant turns alternating (it joins the first tail message when that
+/// has the same role).
+pub fn assemble(head: &[Message], summary: &str, tail: &[Message]) -> Vec<Message> {
+    let text = format!("{SUMMARY_PREFIX}\n\n{summary}");
+    let role = match head.last().map(|m| m.role) {
+        Some(Role::User) => Role::Assistant,
+        _ => Role::User,
+    };
+    let mut out = head.to_vec();
+    match tail.first() {
+        Some(first) if first.role == role => {
+            let mut merged = first.clone();
+            merged.content = if merged.content.is_empty() {
+                text
+            } else {
+                format!("{text}\n\n{}", merged.content)
+            };
+            out.push(merged);
+            out.extend_from_slice(&tail[1..]);
+        }
+        _ => {
+            out.push(Message {
+                role,
+                content: text,
+                ..Message::default()
+            });
+            out.extend_from_slice(tail);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+
+    fn call(id: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            }],
+            ..Message::default()
+        }
+    }
+
+    fn result(id: &str, text: &str) -> Message {
+        Message {
+            role: Role::Tool,
+            content: text.into(),
+            tool_call_id: Some(id.into()),
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn the_head_takes_the_results_of_its_calls_along() {
+        let messages = vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            call("1"),
+            result("1", "x"),
+            Message::user("c"),
+        ];
+        assert_eq!(head_end(&messages), 4);
+    }
+
+    #[test]
+    fn the_tail_never_starts_with_a_tool_result() {
+        let big = "y".repeat(4000);
+        let messages = vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+            call("1"),
+            result("1", &big),
+            call("2"),
+            result("2", "small"),
+        ];
+        let start = tail_start(&messages, 3, 10);
+        assert_eq!(start, 5, "the last call comes with its result");
+        assert_ne!(messages[start].role, Role::Tool);
+    }
+
+    #[test]
+    fn the_summary_keeps_roles_alternating() {
+        let head = vec![Message::user("task")];
+        let tail = vec![Message::assistant("working"), Message::user("more")];
+        let joined = assemble(&head, "did things", &tail);
+        assert_eq!(joined.len(), 3);
+        assert_eq!(joined[1].role, Role::Assistant);
+        assert!(
+            joined[1].content.starts_with(SUMMARY_PREFIX) && joined[1].content.ends_with("working")
+        );
+        let separate = assemble(&head, "did things", &[Message::user("more")]);
+        assert_eq!(
+            separate.iter().map(|m| m.role).collect::<Vec<_>>(),
+            [Role::User, Role::Assistant, Role::User]
+        );
+    }
+
+    #[test]
+    fn the_fallback_lists_requests_and_tools() {
+        let messages = vec![
+            Message::user("fix the build\nmore"),
+            call("1"),
+            result("1", "ok"),
+        ];
+        let summary = fallback_summary(&messages);
+        assert!(
+            summary.contains("- fix the build") && summary.contains("read_file"),
+            "{summary}"
+        );
+    }
+}
