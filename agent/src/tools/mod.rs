@@ -1,6 +1,7 @@
 //! Agent-level tools that run natively in the host (they need the agent's own
 //! state, not a sandbox). Plugin tools arrive through the plugin platform.
 
+mod execute_code;
 mod memory;
 mod session_search;
 mod skills;
@@ -13,6 +14,10 @@ use serde_json::Value;
 use talaria_dispatch::{ToolEntry, ToolFlags, ToolSource};
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 
+pub use execute_code::{
+    CodeLimits, DEFAULT_TIMEOUT, ExecuteCodeTool, MAX_STDERR_BYTES, MAX_STDOUT_BYTES,
+    MAX_TOOL_CALLS, SOCKET_ENV, ToolsHandle,
+};
 pub use memory::MemoryTool;
 pub use session_search::SessionSearchTool;
 pub use skills::{ScanFn, skill_tools};
