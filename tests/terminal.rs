@@ -223,3 +223,63 @@ fn interrupting_a_running_command_kills_its_whole_process_group() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn json_mode_reports_an_interrupt_mid_tool_and_answers_the_call() {
+    let home = Home::new();
+    let work = home.workdir();
+    let marker = format!("{}", 6000 + std::process::id() % 1000);
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([terminal(&format!("sleep {marker}"))]),
+        Step::text("never reached"),
+    ]))
+    .unwrap();
+    let base = server.openai_base_url();
+    let mut command = home.talaria(&[
+        "-q",
+        "wait",
+        "--json",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        &base,
+    ]);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .current_dir(work.path());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while processes_running(&["sleep", &marker]).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = wait(child);
+    assert_code(&output, 130);
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .unwrap_or_else(|| panic!("no tool_finished event: {events:?}"));
+    assert_eq!(finished["is_error"], true);
+    assert!(
+        finished["content"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by user"),
+        "{finished}"
+    );
+    assert_eq!(events.last().unwrap()["type"], "interrupted", "{events:?}");
+}

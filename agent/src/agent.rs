@@ -23,13 +23,14 @@ use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 use crate::auxiliary::Auxiliary;
 use crate::config::NetworkConfig;
 use crate::config::ToolsConfig;
+use crate::delegate::{ChildKit, DelegateTool, MAX_DEPTH};
 use crate::exec_setup::exec_services;
 use crate::home::ProfileHome;
 use crate::knowledge::Knowledge;
 use crate::plugins::load_plugins;
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
-use crate::tools::{NativeTools, SessionSearchTool, builtin};
+use crate::tools::{ExecuteCodeTool, NativeTools, SessionSearchTool, ToolsHandle, builtin};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,16 +162,29 @@ impl Agent {
                 auxiliary.clone(),
             )));
         }
-        let mut sources: Vec<Arc<dyn ToolSource>> = vec![Arc::new(NativeTools::new(native))];
+        // execute_code calls back into the dispatcher, which is built below.
+        let code_tools = ToolsHandle::new();
+        if ExecuteCodeTool::supports(&exec) {
+            native.push(Arc::new(ExecuteCodeTool::new(
+                &exec,
+                cwd,
+                home.tmp_dir(),
+                code_tools.clone(),
+            )));
+        }
+        let delegate = DelegateTool::new();
+        let mut sources: Vec<Arc<dyn ToolSource>> = vec![
+            Arc::new(NativeTools::new(native)),
+            Arc::new(delegate.clone()),
+        ];
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
         }
-        let (tools, dispatch_notices) = Dispatcher::new(
-            sources,
-            dispatch_options(&settings.config.tools, surface, home, cwd),
-        );
+        let options = dispatch_options(&settings.config.tools, surface, home, cwd);
+        let (tools, dispatch_notices) = Dispatcher::new(sources.clone(), options.clone());
         notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
+        code_tools.set(&tools);
         let (session_id, history) = match (&resume, &db) {
             (Some(id), Some(db)) => {
                 let resumed = db
@@ -219,11 +233,31 @@ impl Agent {
             .tools(tools.specs())
             .build();
         let mut ports = Ports::new(tools, store, Arc::new(SystemClock::new()));
-        ports.summarizer = Some(summarizer);
+        ports.summarizer = Some(summarizer.clone());
         if let Some(hooks) = plugins.hooks {
             ports.hooks = Arc::new(hooks);
         }
-        let agent_loop = AgentLoop::new(routes, ports, settings.budget(), settings.loop_config())
+        let budget = settings.budget();
+        let delegation = &settings.config.delegation;
+        if !(1..=MAX_DEPTH).contains(&delegation.max_depth) {
+            return Err(BuildError(format!(
+                "delegation.max_depth must be 1 or {MAX_DEPTH}, not {}",
+                delegation.max_depth
+            )));
+        }
+        delegate.provide(ChildKit {
+            routes: routes.clone(),
+            sources,
+            options,
+            budget: budget.clone(),
+            config: settings.loop_config(),
+            summarizer: Some(summarizer),
+            db: db.clone(),
+            depth: 1,
+            max_depth: delegation.max_depth,
+            child_iterations: delegation.child_iterations.max(1),
+        });
+        let agent_loop = AgentLoop::new(routes, ports, budget, settings.loop_config())
             .map_err(|e| BuildError(e.to_string()))?;
         Ok(Self {
             agent_loop,

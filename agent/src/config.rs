@@ -240,6 +240,25 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// Sub-agents (`delegate_task`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DelegationConfig {
+    /// How deep sub-agents may nest: 1 (sub-agents do not delegate) or 2.
+    pub max_depth: u32,
+    /// Steps each sub-agent may take (drawn from the parent's budget).
+    pub child_iterations: u32,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 1,
+            child_iterations: 50,
+        }
+    }
+}
+
 /// Context compression.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -293,6 +312,9 @@ pub struct ConfigFile {
     /// Context compression.
     #[serde(skip_serializing_if = "is_default")]
     pub compression: CompressionConfig,
+    /// Sub-agents.
+    #[serde(skip_serializing_if = "is_default")]
+    pub delegation: DelegationConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

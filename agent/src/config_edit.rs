@@ -54,6 +54,10 @@ pub fn effective(config: &ConfigFile) -> Result<Value, ConfigEditError> {
         serde_yaml_ng::to_value(&config.fallback).map_err(yaml)?,
     );
     put(
+        "delegation",
+        serde_yaml_ng::to_value(&config.delegation).map_err(yaml)?,
+    );
+    put(
         "compression",
         serde_yaml_ng::to_value(&config.compression).map_err(yaml)?,
     );

@@ -77,6 +77,11 @@ impl ProfileHome {
         self.root.join("skills")
     }
 
+    /// Scratch space of running tools (execute_code runs), cleaned as they end.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     /// The session database.
     pub fn session_db(&self) -> PathBuf {
         self.root.join("state").join("sessions.sqlite")

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod auxiliary;
 pub mod config;
 pub mod config_edit;
+pub mod delegate;
 pub mod env;
 pub mod exec_setup;
 pub mod grants;

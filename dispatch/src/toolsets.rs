@@ -143,6 +143,8 @@ pub struct Profile {
     pub toolsets: Vec<String>,
     /// Toolsets it never uses.
     pub excluded: Vec<String>,
+    /// Tools it never uses, whatever toolset they are in.
+    pub excluded_tools: Vec<String>,
     /// Only tools flagged read-only (no side effects).
     pub read_only: bool,
     /// When set, only these tools, whatever the toolsets say.
@@ -158,6 +160,7 @@ impl Profile {
             name: surface.to_owned(),
             toolsets: strings(&["all"]),
             excluded: strings(excluded),
+            excluded_tools: Vec::new(),
             read_only: false,
             only_tools: None,
         };
@@ -167,11 +170,21 @@ impl Profile {
             "cron" => open(&["clarify"]),
             // A delegated child neither delegates further, asks the user nor
             // writes the parent's memory.
-            "child" => open(&["delegation", "clarify", "memory"]),
+            "child" => Self {
+                excluded_tools: strings(&[
+                    "delegate_task",
+                    "clarify",
+                    "memory",
+                    "send_message",
+                    "execute_code",
+                ]),
+                ..open(&["delegation", "clarify", "memory"])
+            },
             _ => Self {
                 name: surface.to_owned(),
                 toolsets: strings(&["web", "vision", "clarify"]),
                 excluded: Vec::new(),
+                excluded_tools: Vec::new(),
                 read_only: true,
                 only_tools: Some(strings(&[
                     "web_search",
@@ -219,7 +232,7 @@ impl Selection {
             visible.retain(|t| chosen.contains(t));
         }
         let removed = resolve(&[profile.excluded.clone(), self.disabled.clone()].concat());
-        visible.retain(|t| !removed.contains(t));
+        visible.retain(|t| !removed.contains(t) && !profile.excluded_tools.contains(t));
         visible.retain(|name| {
             let entry = entries.iter().find(|e| &e.spec.name == name);
             let read_only_ok = !profile.read_only || entry.is_some_and(|e| e.flags.read_only);

@@ -887,6 +887,14 @@ impl AgentLoop {
     async fn interrupt(&mut self, conversation: &mut Conversation, events: &dyn EventSink) -> Exit {
         for call in std::mem::take(&mut self.state.outstanding) {
             let result = ToolResult::error(&call, INTERRUPTED_RESULT);
+            // Surfaces that showed the call start also see it end.
+            events.emit(AgentEvent::ToolFinished {
+                id: result.call_id.clone(),
+                name: result.name.clone(),
+                content: result.content.clone(),
+                is_error: true,
+                duration_ms: 0,
+            });
             self.push(conversation, Message::tool_result(&result), events)
                 .await;
         }

@@ -11,12 +11,14 @@ use crate::message::Usage;
 /// Default number of model calls per conversation run.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 90;
 
-/// Counts model calls. Clones share one counter, so a parent and its children
-/// draw from the same budget; safe to use from several threads.
+/// Counts model calls. Clones share one counter; a [`child`](Self::child)
+/// has its own limit and also draws from its parent's, so a tree of agents
+/// stays within the root's total. Safe to use from several threads.
 #[derive(Debug, Clone)]
 pub struct IterationBudget {
     max: u32,
     used: Arc<AtomicU32>,
+    parent: Option<Box<IterationBudget>>,
 }
 
 impl IterationBudget {
@@ -25,26 +27,56 @@ impl IterationBudget {
         Self {
             max,
             used: Arc::new(AtomicU32::new(0)),
+            parent: None,
         }
     }
 
-    /// Takes one iteration; false when none is left.
+    /// A budget of at most `max` calls that also counts against this one.
+    pub fn child(&self, max: u32) -> Self {
+        Self {
+            max,
+            used: Arc::new(AtomicU32::new(0)),
+            parent: Some(Box::new(self.clone())),
+        }
+    }
+
+    /// Takes one iteration here and in every ancestor; false (and nothing
+    /// taken) when any of them has none left.
     pub fn try_consume(&self) -> bool {
-        self.used
+        let taken = self
+            .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 (used < self.max).then_some(used + 1)
             })
-            .is_ok()
+            .is_ok();
+        if !taken {
+            return false;
+        }
+        if let Some(parent) = &self.parent
+            && !parent.try_consume()
+        {
+            self.refund_own();
+            return false;
+        }
+        true
     }
 
-    /// Gives one iteration back (e.g. a turn that only ran `execute_code`).
-    pub fn refund(&self) {
+    fn refund_own(&self) {
         // Saturating: a refund without a prior consume must not wrap.
         let _ = self
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_sub(1)
             });
+    }
+
+    /// Gives one iteration back (e.g. a turn that only ran `execute_code`),
+    /// here and in every ancestor.
+    pub fn refund(&self) {
+        self.refund_own();
+        if let Some(parent) = &self.parent {
+            parent.refund();
+        }
     }
 
     /// Iterations used so far.
@@ -134,6 +166,15 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// A child's budget: its own iteration limit drawn from this one, the
+    /// same wall-clock limit, and cost counted into this budget's.
+    pub fn child(&self, iterations: u32) -> Self {
+        Self {
+            iterations: self.iterations.child(iterations),
+            ..self.clone()
+        }
+    }
+
     /// A budget with only an iteration limit.
     pub fn with_iterations(max: u32) -> Self {
         Self {
@@ -251,5 +292,29 @@ mod tests {
             1,
             "a refused call takes no iteration"
         );
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    #[test]
+    fn children_draw_from_their_parent() {
+        let root = IterationBudget::new(3);
+        let a = root.child(2);
+        let b = root.child(2);
+        assert!(a.try_consume() && a.try_consume());
+        assert!(!a.try_consume(), "the child's own limit");
+        assert!(b.try_consume());
+        assert!(!b.try_consume(), "the root is spent");
+        assert_eq!(
+            (root.used(), b.used()),
+            (3, 1),
+            "a refused call takes nothing"
+        );
+        a.refund();
+        assert_eq!((root.used(), a.used()), (2, 1), "refunds reach the root");
+        assert!(b.try_consume());
     }
 }

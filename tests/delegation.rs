@@ -1,0 +1,238 @@
+//! Delegation through the real binary: three children run concurrently with
+//! their own context and tool profile, and report back to the parent.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+
+#[test]
+fn three_children_work_concurrently_and_report_back() {
+    let home = Home::new();
+    let work = home.workdir();
+    let tasks = serde_json::json!({
+        "tasks": [
+            {"goal": "check module alpha", "context": "alpha lives in src/alpha"},
+            {"goal": "check module beta"},
+            {"goal": "check module gamma"}
+        ]
+    });
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("delegate_task", tasks.to_string())]),
+        Step::text("child report"),
+        Step::text("child report"),
+        Step::text("child report"),
+        Step::text("all three modules are fine"),
+    ]))
+    .unwrap();
+    let base = server.openai_base_url();
+    let mut command = home.talaria(&[
+        "-q",
+        "check the modules",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        &base,
+    ]);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output).trim(), "all three modules are fine");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let parent_tools = requests[0].tools_raw();
+    assert!(parent_tools.contains("\"delegate_task\""));
+    for child in &requests[1..4] {
+        assert!(
+            child.system_prompt_raw().contains("sub-agent"),
+            "a child's own prompt"
+        );
+        let tools = child.tools_raw();
+        for hidden in ["\"delegate_task\"", "\"memory\"", "\"execute_code\""] {
+            assert!(!tools.contains(hidden), "a child must not see {hidden}");
+        }
+        assert!(
+            tools.contains("\"read_file\""),
+            "children keep the working tools"
+        );
+        let user = child
+            .messages()
+            .into_iter()
+            .find(|m| m.role == talaria_testkit::Role::User)
+            .unwrap();
+        assert!(
+            user.text.starts_with("check module"),
+            "the task is the child's whole input"
+        );
+    }
+    let report = requests[4]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .map(|r| r.content)
+        .next()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for (result, goal) in results.iter().zip([
+        "check module alpha",
+        "check module beta",
+        "check module gamma",
+    ]) {
+        assert_eq!(result["goal"], goal, "results come back in task order");
+        assert_eq!(result["status"], "completed", "{result}");
+        assert_eq!(result["report"], "child report");
+    }
+    let sessions = run(home.talaria(&["sessions", "list"]));
+    assert_eq!(
+        stdout(&sessions)
+            .lines()
+            .filter(|l| l.contains(".child"))
+            .count(),
+        3,
+        "{}",
+        stdout(&sessions)
+    );
+}
+
+#[test]
+fn interrupting_the_parent_interrupts_its_children() {
+    let home = Home::new();
+    let work = home.workdir();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "delegate_task",
+            serde_json::json!({"goal": "think for a long time"}).to_string(),
+        )]),
+        Step::stall(std::time::Duration::from_secs(60)),
+    ]))
+    .unwrap();
+    let base = server.openai_base_url();
+    let mut command = home.talaria(&[
+        "-q",
+        "go",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        &base,
+    ]);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .current_dir(work.path());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never asked its model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = wait(child);
+    assert_code(&output, 130);
+    let show = run(home.talaria(&["sessions", "list"]));
+    let listing = stdout(&show);
+    let child_id = listing
+        .lines()
+        .find(|l| l.contains(".child1"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no child session: {listing}"))
+        .to_owned();
+    let parent_id = child_id.trim_end_matches(".child1").to_owned();
+    let parent = stdout(&run(home.talaria(&["sessions", "show", &parent_id])));
+    assert!(parent.contains("interrupted by user"), "{parent}");
+}
+
+#[test]
+fn with_max_depth_two_children_delegate_once_more_and_no_further() {
+    let home = Home::new();
+    home.write_config(
+        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\ndelegation:\n  max_depth: 2\n",
+    );
+    let work = home.workdir();
+    let delegate = |goal: &str| {
+        ToolCall::new(
+            "delegate_task",
+            serde_json::json!({ "goal": goal }).to_string(),
+        )
+    };
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([delegate("split the work")]),
+        Step::tool_calls([delegate("do the deep part")]),
+        Step::text("deep report"),
+        Step::text("child done"),
+        Step::text("parent done"),
+    ]))
+    .unwrap();
+    let base = server.openai_base_url();
+    let mut command = home.talaria(&[
+        "-q",
+        "go",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        &base,
+    ]);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output).trim(), "parent done");
+    let requests = server.requests();
+    assert!(
+        requests[1].tools_raw().contains("\"delegate_task\""),
+        "depth 1 may delegate"
+    );
+    assert!(
+        !requests[2].tools_raw().contains("\"delegate_task\""),
+        "depth 2 may not"
+    );
+    assert!(
+        requests[3]
+            .messages()
+            .iter()
+            .flat_map(|m| m.tool_results.clone())
+            .any(|r| r.content.contains("deep report"))
+    );
+
+    home.write_config("delegation:\n  max_depth: 3\n");
+    let server = ScriptedServer::spawn(Script::new([Step::text("x")])).unwrap();
+    let base = server.openai_base_url();
+    let mut command = home.talaria(&[
+        "-q",
+        "go",
+        "--provider",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        &base,
+    ]);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 2);
+    assert!(
+        stderr(&output).contains("delegation.max_depth must be 1 or 2"),
+        "{}",
+        stderr(&output)
+    );
+}
