@@ -26,20 +26,7 @@ fn three_children_work_concurrently_and_report_back() {
         Step::text("all three modules are fine"),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "check the modules",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
+    let command = home.query_in(work.path(), &server, "check the modules", &[]);
     let output = run(command);
     assert_code(&output, 0);
     assert_eq!(stdout(&output).trim(), "all three modules are fine");
@@ -114,34 +101,16 @@ fn interrupting_the_parent_interrupts_its_children() {
         Step::stall(std::time::Duration::from_secs(60)),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "go",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
-    let child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while server.requests().len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the child never asked its model"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
+    let child = home
+        .query_in(work.path(), &server, "go", &[])
+        .spawn()
         .unwrap();
-    assert!(status.success());
+    wait_until(
+        "the child asks its model",
+        std::time::Duration::from_secs(30),
+        || server.requests().len() >= 2,
+    );
+    interrupt(&child);
     let output = wait(child);
     assert_code(&output, 130);
     let show = run(home.talaria(&["sessions", "list"]));
@@ -178,20 +147,7 @@ fn with_max_depth_two_children_delegate_once_more_and_no_further() {
         Step::text("parent done"),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "go",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
+    let command = home.query_in(work.path(), &server, "go", &[]);
     let output = run(command);
     assert_code(&output, 0);
     assert_eq!(stdout(&output).trim(), "parent done");
@@ -214,20 +170,7 @@ fn with_max_depth_two_children_delegate_once_more_and_no_further() {
 
     home.write_config("delegation:\n  max_depth: 3\n");
     let server = ScriptedServer::spawn(Script::new([Step::text("x")])).unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "go",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
+    let command = home.query_in(work.path(), &server, "go", &[]);
     let output = run(command);
     assert_code(&output, 2);
     assert!(

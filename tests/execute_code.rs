@@ -13,20 +13,7 @@ use serde_json::Value;
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 fn query(home: &Home, work: &std::path::Path, server: &ScriptedServer) -> Output {
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "do it",
-        "--provider",
-        "openai",
-        "--model",
-        "test-model",
-        "--base-url",
-        &base,
-        "--json",
-    ]);
-    command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
-    run(command)
+    run(home.query_in(work, server, "do it", &["--json"]))
 }
 
 fn execute_code(code: &str) -> ToolCall {
@@ -223,21 +210,10 @@ fn an_interrupt_kills_the_running_script_and_removes_its_files() {
         Step::text("never reached"),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "wait",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
-    let child = command.spawn().unwrap();
+    let child = home
+        .query_in(work.path(), &server, "wait", &[])
+        .spawn()
+        .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let pid: u32 = loop {
         if let Ok(text) = std::fs::read_to_string(work.path().join("pid")) {
@@ -251,11 +227,7 @@ fn an_interrupt_kills_the_running_script_and_removes_its_files() {
     };
     assert!(alive(pid));
     assert_eq!(leftovers(&home).len(), 1, "the run's scratch directory");
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let output = wait(child);
     assert_code(&output, 130);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -11,32 +11,11 @@ use common::*;
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 fn query(home: &Home, work: &Path, server: &ScriptedServer) -> std::process::Output {
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "go",
-        "--provider",
-        "openai",
-        "--model",
-        "test-model",
-        "--base-url",
-        &base,
-    ]);
-    command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
-    run(command)
+    run(home.query_in(work, server, "go", &[]))
 }
 
 fn call(name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall::new(name, args.to_string())
-}
-
-fn results(server: &ScriptedServer, index: usize) -> Vec<String> {
-    server.requests()[index]
-        .messages()
-        .into_iter()
-        .flat_map(|m| m.tool_results)
-        .map(|r| r.content)
-        .collect()
 }
 
 #[test]
@@ -74,7 +53,7 @@ fn memory_is_a_frozen_snapshot_and_writes_are_scanned() {
         home.read("MEMORY.md").contains("cargo 1.96"),
         "the write landed at once"
     );
-    let blocked = &results(&server, 2)[1];
+    let blocked = &tool_results(&server, 2)[1];
     assert!(
         blocked.contains("prompt_injection") || blocked.contains("exfiltration"),
         "{blocked}"
@@ -132,7 +111,7 @@ fn skills_are_listed_viewed_and_written() {
         !system.contains("## DESIGN PHILOSOPHY CREATION"),
         "bodies load on demand only"
     );
-    let first = results(&server, 1);
+    let first = tool_results(&server, 1);
     let listed: serde_json::Value = serde_json::from_str(&first[0]).unwrap();
     assert!(listed.to_string().contains("frontend-design"), "{listed}");
     assert!(
@@ -146,7 +125,7 @@ fn skills_are_listed_viewed_and_written() {
             .is_file()
     );
     assert!(
-        results(&server, 3)[3].contains("group by type"),
+        tool_results(&server, 3)[3].contains("group by type"),
         "the new skill is viewable in the same session"
     );
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use talaria_testkit::{Role, Script, ScriptedServer, Step, ToolCall};
@@ -18,21 +18,7 @@ fn talaria_q(
     prompt: &str,
     extra: &[&str],
 ) -> std::process::Command {
-    let base = server.openai_base_url();
-    let mut args = vec![
-        "-q",
-        prompt,
-        "--provider",
-        "openai",
-        "--model",
-        "test-model",
-        "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
-    let mut command = home.talaria(&args);
-    command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
-    command
+    home.query_in(work, server, prompt, extra)
 }
 
 fn text(home: &Home, args: &[&str]) -> String {
@@ -137,19 +123,9 @@ fn a_session_killed_mid_tool_resumes_without_an_orphan_call() {
         .spawn()
         .unwrap();
     // Wait until the command runs, then kill talaria outright.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let wanted = format!("sleep\0{marker}\0");
-    loop {
-        let running = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(Result::ok)
-            .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted.as_bytes()));
-        if running {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the command never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the command starts", Duration::from_secs(60), || {
+        !processes_running(&["sleep", &marker]).is_empty()
+    });
     child.kill().unwrap();
     child.wait().unwrap();
 

@@ -7,36 +7,17 @@
 mod common;
 
 use std::process::Output;
+use std::time::Duration;
 
 use common::*;
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 fn query(home: &Home, work: &std::path::Path, server: &ScriptedServer, extra: &[&str]) -> Output {
-    let base = server.openai_base_url();
-    let mut args = vec![
-        "-q",
-        "do it",
-        "--provider",
-        "openai",
-        "--model",
-        "test-model",
-        "--base-url",
-        &base,
-    ];
-    args.extend_from_slice(extra);
-    let mut command = home.talaria(&args);
-    command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
-    run(command)
+    run(home.query_in(work, server, "do it", extra))
 }
 
-/// The results the model saw in request `index`, in call order.
 fn results(server: &ScriptedServer, index: usize) -> Vec<String> {
-    server.requests()[index]
-        .messages()
-        .into_iter()
-        .flat_map(|m| m.tool_results)
-        .map(|r| r.content)
-        .collect()
+    tool_results(server, index)
 }
 
 fn terminal(command: &str) -> ToolCall {
@@ -158,20 +139,6 @@ fn a_disabled_toolset_never_reaches_the_model() {
     assert!(tools.contains("\"read_file\""), "{tools}");
 }
 
-/// Pids of processes whose command line is exactly `argv`.
-fn processes_running(argv: &[&str]) -> Vec<u32> {
-    let wanted: Vec<u8> = argv
-        .iter()
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
-        .collect()
-}
-
 #[test]
 fn interrupting_a_running_command_kills_its_whole_process_group() {
     let home = Home::new();
@@ -183,45 +150,21 @@ fn interrupting_a_running_command_kills_its_whole_process_group() {
         Step::text("never reached"),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "wait",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
-    let child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while processes_running(&["sleep", &marker]).len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the sleeps never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
+    let child = home
+        .query_in(work.path(), &server, "wait", &[])
+        .spawn()
         .unwrap();
-    assert!(status.success());
+    wait_until("the sleeps start", Duration::from_secs(60), || {
+        processes_running(&["sleep", &marker]).len() == 2
+    });
+    interrupt(&child);
     let output = wait(child);
     assert_code(&output, 130);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !processes_running(&["sleep", &marker]).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "sleep processes survived the interrupt: {:?}",
-            processes_running(&["sleep", &marker])
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(
+        "no sleep survives the interrupt",
+        Duration::from_secs(10),
+        || processes_running(&["sleep", &marker]).is_empty(),
+    );
 }
 
 #[test]
@@ -234,35 +177,14 @@ fn json_mode_reports_an_interrupt_mid_tool_and_answers_the_call() {
         Step::text("never reached"),
     ]))
     .unwrap();
-    let base = server.openai_base_url();
-    let mut command = home.talaria(&[
-        "-q",
-        "wait",
-        "--json",
-        "--provider",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        &base,
-    ]);
-    command
-        .env("TALARIA_API_KEY", "sk-test")
-        .current_dir(work.path());
-    let child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while processes_running(&["sleep", &marker]).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
+    let child = home
+        .query_in(work.path(), &server, "wait", &["--json"])
+        .spawn()
         .unwrap();
-    assert!(status.success());
+    wait_until("the command starts", Duration::from_secs(60), || {
+        !processes_running(&["sleep", &marker]).is_empty()
+    });
+    interrupt(&child);
     let output = wait(child);
     assert_code(&output, 130);
     let events: Vec<serde_json::Value> = stdout(&output)

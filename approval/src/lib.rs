@@ -22,5 +22,5 @@ mod views;
 pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
 pub use classifier::{Classifier, Finding, Risk};
 pub use error::ApprovalError;
-pub use normalize::normalize;
+pub use normalize::{homoglyph, normalize};
 pub use policy::{Approval, ApprovalPolicy, DEFAULT_TIMEOUT, Denied, DeniedKind};

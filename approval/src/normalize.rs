@@ -114,8 +114,9 @@ fn fold_char(c: char) -> Option<char> {
     Some(folded)
 }
 
-/// The Latin letter a Cyrillic or Greek character is commonly mistaken for.
-fn homoglyph(c: char) -> Option<char> {
+/// The Latin letter a Cyrillic or Greek character is commonly mistaken for
+/// (`ignоre` with a Cyrillic `о`). Shared with the memory threat scanner.
+pub fn homoglyph(c: char) -> Option<char> {
     let latin = match c {
         // Cyrillic.
         'а' | 'А' => 'a',

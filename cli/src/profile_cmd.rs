@@ -1,7 +1,5 @@
 //! `talaria profile create|use|list|delete`.
 
-use std::io::{BufRead, IsTerminal, Write};
-
 use talaria_agent::Profiles;
 
 use crate::args::ProfileCommand;
@@ -55,24 +53,14 @@ pub fn run(command: ProfileCommand, profiles: &Profiles, current: Option<&str>) 
                 Ok(home) => home,
                 Err(error) => return usage_error(&error.to_string()),
             };
-            if !yes {
-                if !std::io::stdin().is_terminal() {
-                    return usage_error(&format!(
-                        "deleting profile '{name}' removes {} and everything in it; pass --yes to confirm",
-                        home.root().display()
-                    ));
-                }
-                eprint!(
-                    "Delete profile '{name}' and everything in {} (sessions, memory, skills)? [y/N] ",
-                    home.root().display()
-                );
-                let _ = std::io::stderr().flush();
-                let mut answer = String::new();
-                let _ = std::io::stdin().lock().read_line(&mut answer);
-                if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-                    eprintln!("Nothing deleted.");
-                    return Status::Answered;
-                }
+            let what = format!(
+                "profile '{name}' and everything in {} (sessions, memory, skills)",
+                home.root().display()
+            );
+            match crate::setup::confirm_deletion(&what, yes) {
+                Ok(true) => {}
+                Ok(false) => return Status::Answered,
+                Err(status) => return status,
             }
             let was_active = profiles.active() == name;
             match profiles.delete(&name) {

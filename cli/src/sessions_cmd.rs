@@ -1,7 +1,5 @@
 //! `talaria sessions list|show|search|export|delete`.
 
-use std::io::{BufRead, IsTerminal, Write};
-
 use talaria_agent::ProfileHome;
 use talaria_kernel::Role;
 use talaria_store::{ListQuery, SessionDb};
@@ -149,20 +147,11 @@ pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
                 Ok(id) => id,
                 Err(status) => return status,
             };
-            if !yes {
-                if !std::io::stdin().is_terminal() {
-                    return usage_error(&format!(
-                        "deleting session {id} cannot be undone; pass --yes to confirm"
-                    ));
-                }
-                eprint!("Delete session {id} and all its messages? [y/N] ");
-                let _ = std::io::stderr().flush();
-                let mut answer = String::new();
-                let _ = std::io::stdin().lock().read_line(&mut answer);
-                if !matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-                    eprintln!("Nothing deleted.");
-                    return Status::Answered;
-                }
+            match crate::setup::confirm_deletion(&format!("session {id} and all its messages"), yes)
+            {
+                Ok(true) => {}
+                Ok(false) => return Status::Answered,
+                Err(status) => return status,
             }
             match db.delete(&id) {
                 Ok(true) => {

@@ -41,6 +41,25 @@ fn ask(question: &str, default: Option<&str>) -> Option<String> {
 }
 
 /// A yes/no question; Enter takes the default, end of input means no.
+/// Asks before deleting `what` (a description with its path). With `--yes`
+/// (`assume_yes`) nothing is asked; without a terminal to ask on, the
+/// deletion is refused with `Err` telling the user about `--yes`.
+pub fn confirm_deletion(what: &str, assume_yes: bool) -> Result<bool, crate::exit::Status> {
+    if assume_yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(crate::exit::usage_error(&format!(
+            "deleting {what} cannot be undone; pass --yes to confirm"
+        )));
+    }
+    let yes = confirm(&format!("Delete {what}?"), false);
+    if !yes {
+        eprintln!("Nothing deleted.");
+    }
+    Ok(yes)
+}
+
 pub fn confirm(question: &str, default_yes: bool) -> bool {
     eprint!("{question} ({}): ", if default_yes { "Y/n" } else { "y/N" });
     let _ = std::io::stderr().flush();

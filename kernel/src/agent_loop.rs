@@ -927,19 +927,7 @@ impl AgentLoop {
 
 /// A summary built without the model: the user's requests and the tools used.
 fn fallback_summary(conversation: &Conversation, exhausted: Exhaustion) -> String {
-    let requests: Vec<&str> = conversation
-        .messages
-        .iter()
-        .filter(|m| m.role == crate::message::Role::User && !m.content.starts_with("[System note]"))
-        .map(|m| m.content.as_str())
-        .collect();
-    let mut tools: Vec<&str> = conversation
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()))
-        .collect();
-    tools.sort_unstable();
-    tools.dedup();
+    let (requests, tools) = compress::requests_and_tools(&conversation.messages);
     format!(
         "Stopped: the {exhausted} ran out before the task was finished. Requests: {}. Tools used: {}.",
         if requests.is_empty() {

@@ -106,22 +106,20 @@ pub fn transcript(messages: &[Message]) -> String {
     out
 }
 
-/// A summary made without a model: the user's requests and the tools used.
-pub fn fallback_summary(messages: &[Message]) -> String {
-    let requests: Vec<String> = messages
+/// The user's requests (first line of each, system notes left out) and the
+/// names of the tools used, for summaries made without a model.
+pub(crate) fn requests_and_tools(messages: &[Message]) -> (Vec<String>, Vec<&str>) {
+    let requests = messages
         .iter()
-        .filter(|m| m.role == Role::User)
+        .filter(|m| m.role == Role::User && !m.content.starts_with("[System note]"))
         .map(|m| {
-            format!(
-                "- {}",
-                m.content
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
-            )
+            m.content
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect::<String>()
         })
         .collect();
     let mut tools: Vec<&str> = messages
@@ -130,12 +128,22 @@ pub fn fallback_summary(messages: &[Message]) -> String {
         .collect();
     tools.sort_unstable();
     tools.dedup();
+    (requests, tools)
+}
+
+/// A summary made without a model: the user's requests and the tools used.
+pub fn fallback_summary(messages: &[Message]) -> String {
+    let (requests, tools) = requests_and_tools(messages);
     format!(
         "Goal and requests so far:\n{}\nTools used: {}.",
         if requests.is_empty() {
             "- (none recorded)".to_owned()
         } else {
-            requests.join("\n")
+            requests
+                .iter()
+                .map(|r| format!("- {r}"))
+                .collect::<Vec<_>>()
+                .join("\n")
         },
         if tools.is_empty() {
             "none".to_owned()

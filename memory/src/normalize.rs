@@ -4,6 +4,8 @@
 //! invisible characters between letters), not to understand the text. Invisible characters are
 //! *removed* here; the `raw` rules have already looked for them in the original text.
 
+use talaria_approval::homoglyph;
+
 /// Returns the canonical form of `text` that `normalized` rules are matched against.
 ///
 /// Full-width ASCII forms and the ideographic space become ASCII, Cyrillic and Greek look-alikes
@@ -34,57 +36,10 @@ fn fold_char(c: char) -> Option<char> {
         '\r' => '\n',
         c if c.is_control() => return None,
         c if c.is_whitespace() => ' ',
+        // Text in Cyrillic or Greek folds into nonsense, which no rule matches.
         c => homoglyph(c).unwrap_or(c),
     };
     Some(folded)
-}
-
-/// The Latin letter a Cyrillic or Greek character is commonly mistaken for (`ignоre` with a
-/// Cyrillic `о`). Text in those scripts folds into nonsense, which no rule matches.
-fn homoglyph(c: char) -> Option<char> {
-    let latin = match c {
-        // Cyrillic.
-        'а' | 'А' => 'a',
-        'в' | 'В' | 'ь' | 'Ь' => 'b',
-        'с' | 'С' => 'c',
-        'ԁ' => 'd',
-        'е' | 'Е' | 'ё' | 'Ё' => 'e',
-        'һ' | 'Һ' | 'н' | 'Н' => 'h',
-        'і' | 'І' | 'ї' | 'Ї' | 'ӏ' | 'Ӏ' => 'i',
-        'ј' | 'Ј' => 'j',
-        'к' | 'К' => 'k',
-        'м' | 'М' => 'm',
-        'о' | 'О' => 'o',
-        'р' | 'Р' => 'p',
-        'ԛ' | 'Ԛ' => 'q',
-        'ѕ' | 'Ѕ' => 's',
-        'т' | 'Т' => 't',
-        'у' | 'У' | 'ү' | 'Ү' => 'y',
-        'х' | 'Х' => 'x',
-        'ԝ' | 'Ԝ' => 'w',
-        // Greek.
-        'α' | 'Α' => 'a',
-        'β' | 'Β' => 'b',
-        'ϲ' | 'Ϲ' => 'c',
-        'ε' | 'Ε' => 'e',
-        'Ζ' => 'z',
-        'Η' => 'h',
-        'η' => 'n',
-        'ι' | 'Ι' | 'ί' => 'i',
-        'ϳ' | 'Ϳ' => 'j',
-        'κ' | 'Κ' => 'k',
-        'Μ' => 'm',
-        'ν' | 'Ν' => 'v',
-        'ο' | 'Ο' | 'ό' => 'o',
-        'ρ' | 'Ρ' => 'p',
-        'τ' | 'Τ' => 't',
-        'υ' | 'ύ' => 'u',
-        'Υ' | 'γ' => 'y',
-        'χ' | 'Χ' => 'x',
-        'ω' => 'w',
-        _ => return None,
-    };
-    Some(latin)
 }
 
 /// Characters that render as nothing: zero-width, joiners, word joiner, BOM, soft hyphen,

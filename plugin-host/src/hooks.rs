@@ -19,7 +19,7 @@ use crate::bindings::talaria::plugin::types::{
 };
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin};
+use crate::host::{LoadedInner, LoadedPlugin, Placed, names};
 use crate::invoke::{CallFor, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
@@ -208,14 +208,9 @@ pub(crate) async fn invoke_hook(
     classify(raced, &prepared, shared, name)
 }
 
-struct HookEntry {
-    plugin: LoadedPlugin,
-    sandbox: Result<Sandbox, String>,
-}
-
 /// The kernel's [`Hooks`] over the hooks plugins among those loaded.
 pub struct PluginHooks {
-    entries: Vec<HookEntry>,
+    entries: Vec<Placed>,
     surface: String,
     failures: Failures,
 }
@@ -223,14 +218,7 @@ pub struct PluginHooks {
 impl std::fmt::Debug for PluginHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginHooks")
-            .field(
-                "plugins",
-                &self
-                    .entries
-                    .iter()
-                    .map(|e| e.plugin.name())
-                    .collect::<Vec<_>>(),
-            )
+            .field("plugins", &names(&self.entries))
             .field("surface", &self.surface)
             .finish_non_exhaustive()
     }
@@ -251,13 +239,7 @@ impl PluginHooks {
         let entries = plugins
             .into_iter()
             .filter(|plugin| plugin.inner.hooks_pre.is_some())
-            .map(|plugin| {
-                let sandbox = Sandbox::resolve(&plugin.inner.shared, Some(&cwd));
-                if let Err(message) = &sandbox {
-                    plugin.log().push(LogLevel::Error, LogSource::Host, message);
-                }
-                HookEntry { plugin, sandbox }
-            })
+            .map(|plugin| Placed::new(plugin, &cwd))
             .collect();
         Ok(Self {
             entries,
@@ -279,8 +261,8 @@ impl PluginHooks {
             .collect()
     }
 
-    fn subscribers(&self, event: HookEvent) -> Vec<&HookEntry> {
-        let mut found: Vec<(i32, &HookEntry)> = self
+    fn subscribers(&self, event: HookEvent) -> Vec<&Placed> {
+        let mut found: Vec<(i32, &Placed)> = self
             .entries
             .iter()
             .filter_map(|entry| {
@@ -307,7 +289,7 @@ impl PluginHooks {
     /// Calls one plugin's hook; failures are logged, counted and give `None`.
     async fn call(
         &self,
-        entry: &HookEntry,
+        entry: &Placed,
         session_id: &str,
         call: HookCall<'_>,
     ) -> Option<HookReply> {
@@ -348,7 +330,7 @@ impl PluginHooks {
         }
     }
 
-    fn invalid_output(&self, entry: &HookEntry, session_id: &str, message: String) {
+    fn invalid_output(&self, entry: &Placed, session_id: &str, message: String) {
         let err = CallError::InvalidOutput {
             plugin: entry.plugin.name().to_owned(),
             tool: "pre-tool".into(),

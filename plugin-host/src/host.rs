@@ -544,6 +544,29 @@ fn convert_specs(
     Ok(tools)
 }
 
+/// A loaded plugin placed in one working directory: its preopens there, or
+/// why they could not be set up (then every call into it fails).
+pub(crate) struct Placed {
+    pub(crate) plugin: LoadedPlugin,
+    pub(crate) sandbox: Result<Sandbox, String>,
+}
+
+impl Placed {
+    /// Resolves `plugin`'s grants for `cwd`; a failure is logged to the plugin.
+    pub(crate) fn new(plugin: LoadedPlugin, cwd: &Path) -> Self {
+        let sandbox = Sandbox::resolve(&plugin.inner.shared, Some(cwd));
+        if let Err(message) = &sandbox {
+            plugin.log().push(LogLevel::Error, LogSource::Host, message);
+        }
+        Self { plugin, sandbox }
+    }
+}
+
+/// The plugin names of `placed`, for `Debug` output.
+pub(crate) fn names(placed: &[Placed]) -> Vec<&str> {
+    placed.iter().map(|p| p.plugin.name()).collect()
+}
+
 /// Used by [`crate::tools`]: everything an invocation needs from a plugin.
 impl LoadedInner {
     pub(crate) fn invocation(&self) -> Invocation<'_> {

@@ -7,19 +7,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use talaria_dispatch::{ToolEntry, ToolSource};
+use talaria_dispatch::{ToolEntry, ToolFlags, ToolSource};
 use talaria_kernel::{ToolContext, ToolResult, ToolSpec, ValidatedCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin};
+use crate::host::{LoadedInner, LoadedPlugin, Placed, names};
 use crate::invoke::{CallFor, Prepared, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
-use talaria_dispatch::ToolFlags;
 
 fn tool_error_text(err: ToolError) -> String {
     match err {
@@ -189,20 +188,12 @@ impl ToolInstance {
     }
 }
 
-/// One tool plugin as a dispatcher sees it.
-struct Entry {
-    plugin: LoadedPlugin,
-    /// The plugin's preopens for this dispatcher's working directory, or why
-    /// they could not be set up (then every call of the plugin fails).
-    sandbox: Result<Sandbox, String>,
-}
-
 /// The kernel's tool port over loaded tool plugins, for one working
 /// directory. Each call runs in a fresh instance; a plugin that fails
 /// [`DISABLE_AFTER_FAILURES`] times in a session is disabled for the rest of
 /// it (its tools stay listed, so the prompt prefix stays stable).
 pub struct PluginTools {
-    entries: Vec<Entry>,
+    entries: Vec<Placed>,
     /// Tool name → (entry, tool index).
     by_name: HashMap<String, (usize, usize)>,
     specs: Vec<ToolSpec>,
@@ -213,14 +204,7 @@ pub struct PluginTools {
 impl std::fmt::Debug for PluginTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PluginTools")
-            .field(
-                "plugins",
-                &self
-                    .entries
-                    .iter()
-                    .map(|e| e.plugin.name())
-                    .collect::<Vec<_>>(),
-            )
+            .field("plugins", &names(&self.entries))
             .field("cwd", &self.cwd)
             .finish_non_exhaustive()
     }
@@ -245,7 +229,7 @@ impl PluginTools {
             let index = entries.len();
             for (t, tool) in plugin.tools().iter().enumerate() {
                 if let Some((other, _)) = by_name.get(&tool.spec.name) {
-                    let first: &Entry = &entries[*other];
+                    let first: &Placed = &entries[*other];
                     return Err(HostError::DuplicateTool {
                         tool: tool.spec.name.clone(),
                         first: first.plugin.name().to_owned(),
@@ -255,11 +239,7 @@ impl PluginTools {
                 by_name.insert(tool.spec.name.clone(), (index, t));
                 specs.push(tool.spec.clone());
             }
-            let sandbox = Sandbox::resolve(&plugin.inner.shared, Some(&cwd));
-            if let Err(message) = &sandbox {
-                plugin.log().push(LogLevel::Error, LogSource::Host, message);
-            }
-            entries.push(Entry { plugin, sandbox });
+            entries.push(Placed::new(plugin, &cwd));
         }
         Ok(Self {
             entries,

@@ -168,3 +168,73 @@ pub fn assert_code(output: &Output, code: i32) {
         stderr(output)
     );
 }
+
+impl Home {
+    /// `talaria -q PROMPT` in `work` against `server` (OpenAI wire format,
+    /// model `test-model`), plus `extra` flags; not started yet.
+    pub fn query_in(
+        &self,
+        work: &Path,
+        server: &talaria_testkit::ScriptedServer,
+        prompt: &str,
+        extra: &[&str],
+    ) -> Command {
+        let base = server.openai_base_url();
+        let mut args = vec![
+            "-q",
+            prompt,
+            "--provider",
+            "openai",
+            "--model",
+            "test-model",
+            "--base-url",
+            &base,
+        ];
+        args.extend_from_slice(extra);
+        let mut command = self.talaria(&args);
+        command.env("TALARIA_API_KEY", "sk-test").current_dir(work);
+        command
+    }
+}
+
+/// Waits until `done` holds, panicking with `what` after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends SIGINT to a running talaria, as Ctrl-C would.
+pub fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Pids of the processes whose command line is exactly `argv`.
+pub fn processes_running(argv: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .collect()
+}
+
+/// The tool results the model saw in request `index`, in call order.
+pub fn tool_results(server: &talaria_testkit::ScriptedServer, index: usize) -> Vec<String> {
+    server.requests()[index]
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.tool_results)
+        .map(|r| r.content)
+        .collect()
+}
