@@ -383,7 +383,17 @@ mod tests {
             .unwrap();
         let listed = process::Host::list(&mut host).await;
         assert_eq!(listed.len(), 1);
-        assert!(listed[0].running);
+        assert!(listed[0].running, "cat keeps it running");
+        // Its first line arrives while it runs (generous bound; no timing asserted).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let chunk = host.read(id, 0, 1_000).await.ok().unwrap();
+            if chunk.data.starts_with(b"one\n") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no output from the process");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         host.kill(id).await.ok().unwrap();
         let chunk = host.wait(id, 5_000, 0, 1_000).await.ok().unwrap();
         assert!(!chunk.running);
