@@ -391,7 +391,10 @@ mod tests {
             if chunk.data.starts_with(b"one\n") {
                 break;
             }
-            assert!(std::time::Instant::now() < deadline, "no output from the process");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no output from the process"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         host.kill(id).await.ok().unwrap();
