@@ -972,3 +972,23 @@ fn hooks_plugins_veto_rewrite_transform_and_add_turn_context() {
     }
     assert!(log.contains("surface=cli model="), "{log}");
 }
+
+#[test]
+fn json_mode_reports_an_interrupt_mid_stream() {
+    let home = Home::new();
+    let work = home.workdir();
+    let server =
+        ScriptedServer::spawn(Script::new([Step::stall(Duration::from_secs(30))])).unwrap();
+    let child = home
+        .query_in(work.path(), &server, "hi", &["--json"])
+        .spawn()
+        .unwrap();
+    wait_until("the request arrives", Duration::from_secs(30), || {
+        !server.requests().is_empty()
+    });
+    interrupt(&child);
+    let output = wait(child);
+    assert_code(&output, 130);
+    let last: Value = serde_json::from_str(stdout(&output).lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "interrupted");
+}
