@@ -27,7 +27,7 @@ use crate::delegate::{ChildKit, DelegateTool, MAX_DEPTH};
 use crate::exec_setup::exec_services;
 use crate::home::ProfileHome;
 use crate::knowledge::Knowledge;
-use crate::plugins::load_plugins;
+use crate::plugins::{StoreSearch, load_plugins};
 use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
 use crate::tools::{ExecuteCodeTool, NativeTools, SessionSearchTool, ToolsHandle, builtin};
@@ -123,25 +123,7 @@ impl Agent {
             home,
             approver,
         )?;
-        let plugins = load_plugins(home, cwd, surface.name(), exec.clone()).await;
-        let mut notices = plugins.notices;
-        let auxiliary = match &settings.auxiliary {
-            Some(model) => Some(Arc::new(Auxiliary::new(
-                provider_for(model, network)?,
-                model.model.clone(),
-            ))),
-            None => None,
-        };
-        // Compression summaries: the auxiliary model, else the primary one.
-        let summarizer: Arc<dyn Summarizer> = match &auxiliary {
-            Some(auxiliary) => auxiliary.clone(),
-            None => Arc::new(Auxiliary::new(
-                provider_for(&settings.primary, network)?,
-                settings.primary.model.clone(),
-            )),
-        };
-        let knowledge = Knowledge::load(home, cwd);
-        notices.extend(knowledge.notices.iter().cloned());
+        let mut notices = Vec::new();
         // Sessions are kept in SQLite; if that is impossible the session
         // still runs, in memory, and the user is told it will not be kept.
         let db = match SessionDb::open(home.session_db()) {
@@ -154,6 +136,32 @@ impl Agent {
                 None
             }
         };
+        let sessions = db
+            .clone()
+            .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
+        let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions).await;
+        notices.extend(plugins.notices);
+        let auxiliary = match &settings.auxiliary {
+            Some(model) => Some(Arc::new(Auxiliary::new(
+                provider_for(model, network)?,
+                model.model.clone(),
+            ))),
+            None => None,
+        };
+        // Compression summaries: the auxiliary model, else the primary one.
+        let summarizer: Arc<dyn Summarizer> = match &auxiliary {
+            Some(auxiliary) => auxiliary.clone(),
+            // The primary route's provider: no second client for the same endpoint.
+            None => match routes.first() {
+                Some(primary) => Arc::new(Auxiliary::new(
+                    primary.provider.clone(),
+                    primary.model.clone(),
+                )),
+                None => return Err(BuildError("no model configured".into())),
+            },
+        };
+        let knowledge = Knowledge::load(home, cwd);
+        notices.extend(knowledge.notices.iter().cloned());
         let mut native = builtin();
         native.extend(knowledge.tools());
         if let Some(db) = &db {
@@ -238,6 +246,7 @@ impl Agent {
             ports.hooks = Arc::new(hooks);
         }
         let budget = settings.budget();
+        let loop_config = settings.loop_config();
         let delegation = &settings.config.delegation;
         if !(1..=MAX_DEPTH).contains(&delegation.max_depth) {
             return Err(BuildError(format!(
@@ -250,14 +259,14 @@ impl Agent {
             sources,
             options,
             budget: budget.clone(),
-            config: settings.loop_config(),
+            config: loop_config.clone(),
             summarizer: Some(summarizer),
             db: db.clone(),
             depth: 1,
             max_depth: delegation.max_depth,
             child_iterations: delegation.child_iterations.max(1),
         });
-        let agent_loop = AgentLoop::new(routes, ports, budget, settings.loop_config())
+        let agent_loop = AgentLoop::new(routes, ports, budget, loop_config)
             .map_err(|e| BuildError(e.to_string()))?;
         Ok(Self {
             agent_loop,

@@ -254,7 +254,7 @@ impl Default for DelegationConfig {
     fn default() -> Self {
         Self {
             max_depth: 1,
-            child_iterations: 50,
+            child_iterations: crate::delegate::CHILD_ITERATIONS,
         }
     }
 }

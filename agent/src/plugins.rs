@@ -214,6 +214,7 @@ pub async fn load_plugins(
     cwd: &Path,
     surface: &str,
     exec: talaria_plugin_host::ExecServices,
+    sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
         Grants, HostOptions, LoadedPlugin, PluginHooks, PluginHost, PluginKind, PluginTools,
@@ -243,9 +244,12 @@ pub async fn load_plugins(
             ))
         })
         .ok();
-    let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+    let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
         .with_log_file(home.plugin_log_file())
         .with_exec(exec);
+    if let Some(sessions) = sessions {
+        options = options.with_session_search(sessions);
+    }
     let host = match PluginHost::new(options) {
         Ok(host) => host,
         Err(error) => {
@@ -299,4 +303,61 @@ pub async fn load_plugins(
         }
     }
     session
+}
+
+/// The session store as plugins' `session-search` sees it.
+#[derive(Debug)]
+pub struct StoreSearch(pub std::sync::Arc<talaria_store::SessionDb>);
+
+impl talaria_plugin_host::SessionSearch for StoreSearch {
+    fn search(
+        &self,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<talaria_plugin_host::SessionHit>, String> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let hits = self.0.search(query, limit).map_err(|e| e.to_string())?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| talaria_plugin_host::SessionHit {
+                session_id: hit.session_id,
+                role: serde_json::to_value(hit.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                snippet: hit.snippet,
+                timestamp: u64::try_from(hit.created_at / 1000).unwrap_or(0),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod store_search_tests {
+    use super::*;
+    use talaria_plugin_host::SessionSearch;
+
+    #[test]
+    fn plugins_search_the_session_store() {
+        let db = std::sync::Arc::new(talaria_store::SessionDb::open_in_memory().unwrap());
+        let session = talaria_store::NewSession {
+            id: "s1".into(),
+            title: None,
+            source: "cli".into(),
+            model: "m".into(),
+            cwd: None,
+            parent_session_id: None,
+        };
+        db.append_or_create(
+            &session,
+            &talaria_kernel::Message::user("the zebra migration"),
+        )
+        .unwrap();
+        let hits = StoreSearch(db).search("zebra", 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].session_id, "s1");
+        assert_eq!(hits[0].role, "user");
+        assert!(hits[0].snippet.contains("zebra"), "{}", hits[0].snippet);
+        assert!(hits[0].timestamp > 1_700_000_000, "unix seconds");
+    }
 }

@@ -26,6 +26,7 @@ use crate::log::{LogFile, LogLevel, LogSource, PluginLog};
 use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind};
 use crate::net::NetPolicy;
 use crate::sandbox::{Sandbox, resolve_grant};
+use crate::session_search::SessionSearch;
 use crate::state::{HostCtx, PluginShared, PluginState};
 use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
@@ -45,6 +46,8 @@ pub struct HostOptions {
     /// Where `exec` and `process` commands go; by default local commands,
     /// denying whatever needs approval.
     pub exec: Option<ExecServices>,
+    /// Past sessions for plugins granted `session-search`.
+    pub sessions: Option<Arc<dyn SessionSearch>>,
 }
 
 impl HostOptions {
@@ -56,7 +59,14 @@ impl HostOptions {
             profile: "default".into(),
             log_file: None,
             exec: None,
+            sessions: None,
         }
+    }
+
+    /// The same options with `session-search` answered from `sessions`.
+    pub fn with_session_search(mut self, sessions: Arc<dyn SessionSearch>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// The same options with commands going to `exec`.
@@ -99,6 +109,7 @@ pub(crate) struct HostInner {
     profile: String,
     log_file: Option<Arc<LogFile>>,
     exec: ExecServices,
+    sessions: Option<Arc<dyn SessionSearch>>,
 }
 
 /// Loads plugins. Cheap to clone; all clones share the engine, the linker
@@ -267,6 +278,7 @@ impl PluginHost {
                 profile: options.profile,
                 log_file,
                 exec,
+                sessions: options.sessions,
             }),
         })
     }
@@ -379,6 +391,7 @@ impl PluginHost {
             kv,
             net: NetPolicy::new(&caps.network),
             exec: self.inner.exec.clone(),
+            sessions: self.inner.sessions.clone(),
             data_dir,
             caps,
         });

@@ -69,15 +69,29 @@ impl kv::Host for HostCtx {
 impl session_search::Host for HostCtx {
     async fn search(
         &mut self,
-        _query: String,
-        _limit: u32,
+        query: String,
+        limit: u32,
     ) -> Result<Vec<session_search::Hit>, HostError> {
         if !self.plugin.caps.session_search {
             return Err(HostError::Denied(self.plugin.denied("session-search")));
         }
-        Err(HostError::Failed(
-            "session search is not available yet".into(),
-        ))
+        let Some(sessions) = self.plugin.sessions.clone() else {
+            return Err(HostError::Failed("no session store in this host".into()));
+        };
+        // SQLite work blocks: off the async threads.
+        let hits = tokio::task::spawn_blocking(move || sessions.search(&query, limit.min(100)))
+            .await
+            .map_err(|e| HostError::Failed(format!("session search did not finish: {e}")))?
+            .map_err(HostError::Failed)?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| session_search::Hit {
+                session_id: hit.session_id,
+                role: hit.role,
+                snippet: hit.snippet,
+                timestamp: hit.timestamp,
+            })
+            .collect())
     }
 }
 
@@ -165,7 +179,27 @@ mod tests {
         assert_eq!(kv::Host::get(&mut host, "a".into()).await.ok(), Some(None));
         assert_eq!(
             error(host.search("q".into(), 5).await),
-            "failed: session search is not available yet"
+            "failed: no session store in this host"
         );
+
+        // With the agent's store behind it, hits come back as the plugin sees them.
+        #[derive(Debug)]
+        struct Fake;
+        impl crate::session_search::SessionSearch for Fake {
+            fn search(&self, query: &str, limit: u32) -> Result<Vec<crate::SessionHit>, String> {
+                Ok(vec![crate::SessionHit {
+                    session_id: "s1".into(),
+                    role: "user".into(),
+                    snippet: format!("{query} x{limit}"),
+                    timestamp: 7,
+                }])
+            }
+        }
+        let mut shared = (*host.plugin).clone_for_tests();
+        shared.sessions = Some(std::sync::Arc::new(Fake));
+        host.plugin = std::sync::Arc::new(shared);
+        let hits = host.search("zebra".into(), 500).await.ok().unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].snippet, "zebra x100", "the limit is capped");
     }
 }

@@ -30,6 +30,7 @@ mod log;
 mod manifest;
 mod net;
 mod sandbox;
+mod session_search;
 mod state;
 mod tools;
 mod version;
@@ -47,6 +48,7 @@ pub use crate::manifest::{
     MANIFEST_FILE, Manifest, ManifestError, PluginKind,
 };
 pub use crate::net::NetPattern;
+pub use crate::session_search::{SessionHit, SessionSearch};
 pub use crate::tools::{PluginTools, ToolInstance};
 pub use crate::version::{HOST_API, compatible};
 pub use talaria_dispatch::ToolFlags;

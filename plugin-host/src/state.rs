@@ -18,6 +18,7 @@ use crate::kv::KvStore;
 use crate::log::PluginLog;
 use crate::manifest::{Capabilities, Limits};
 use crate::net::NetPolicy;
+use crate::session_search::SessionSearch;
 
 /// Everything about a loaded plugin its instances share.
 #[derive(Debug)]
@@ -37,6 +38,8 @@ pub(crate) struct PluginShared {
     pub(crate) data_dir: PathBuf,
     /// Where `exec` and `process` send commands (approval, backend).
     pub(crate) exec: ExecServices,
+    /// Past sessions, for `session-search`.
+    pub(crate) sessions: Option<Arc<dyn SessionSearch>>,
 }
 
 impl PluginShared {
@@ -68,6 +71,26 @@ pub(crate) struct HostCtx {
 }
 
 #[cfg(test)]
+impl PluginShared {
+    /// A copy to change in a test (the log and stores stay shared).
+    pub(crate) fn clone_for_tests(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            caps: self.caps.clone(),
+            requested_env: self.requested_env.clone(),
+            config: self.config.clone(),
+            limits: self.limits,
+            log: self.log.clone(),
+            kv: self.kv.clone(),
+            net: self.net.clone(),
+            data_dir: self.data_dir.clone(),
+            exec: self.exec.clone(),
+            sessions: self.sessions.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
 impl HostCtx {
     /// A context for `caps`, with `data` as data dir and working directory,
     /// and exec services that deny every command needing approval.
@@ -87,6 +110,7 @@ impl HostCtx {
                 data_dir: data.to_path_buf(),
                 caps,
                 exec,
+                sessions: None,
             }),
             cwd: Some(data.to_path_buf()),
             deadline: std::time::Instant::now() + Duration::from_secs(10),
