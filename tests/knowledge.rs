@@ -75,8 +75,16 @@ fn memory_is_a_frozen_snapshot_and_writes_are_scanned() {
 #[test]
 fn skills_are_listed_viewed_and_written() {
     let home = Home::new();
-    let fixtures =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/skills/anthropic");
+    // `$TALARIA_SHARED_DIR`, by default the `shared/` directory next to the repository.
+    let shared = std::env::var_os("TALARIA_SHARED_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let fixtures = shared.join("fixtures/skills/anthropic");
+    assert!(
+        fixtures.is_dir(),
+        "the skill corpus is missing: {} (set TALARIA_SHARED_DIR to the shared directory)",
+        fixtures.display()
+    );
     copy_dir(&fixtures, &home.path().join("skills/anthropic"));
     let work = home.workdir();
     let skill = "---\nname: release-notes\ndescription: Write release notes from the git log\n---\n\nRun git log and group by type.\n";

@@ -4,9 +4,19 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The real corpus, read in place.
+/// The real corpus, read in place: `$TALARIA_SHARED_DIR/fixtures/skills`, by
+/// default the `shared/` directory next to the repository.
 pub fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/skills")
+    let shared = std::env::var_os("TALARIA_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let corpus = shared.join("fixtures/skills");
+    assert!(
+        corpus.is_dir(),
+        "the skill corpus is missing: {} (set TALARIA_SHARED_DIR to the shared directory)",
+        corpus.display()
+    );
+    corpus
 }
 
 /// A minimal valid SKILL.md.
