@@ -391,9 +391,16 @@ async fn scripts_reach_the_tools_from_inside_bwrap() {
         Arc::new(policy),
         Arc::new(DenyAll),
     )));
-    // bwrap's /tmp is private: the scratch directory must live elsewhere.
+    // bwrap's /tmp is private: the scratch directory must live elsewhere —
+    // next to the test binary, or under $HOME when the checkout is in /tmp.
     let exe = std::env::current_exe().unwrap();
-    let scratch = tempfile::tempdir_in(exe.parent().unwrap()).unwrap();
+    let mut base = exe.parent().unwrap().to_path_buf();
+    if base.starts_with("/tmp") {
+        base = std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+            .join(".cache/talaria-tests");
+        std::fs::create_dir_all(&base).unwrap();
+    }
+    let scratch = tempfile::tempdir_in(&base).unwrap();
     let setup = setup_with(exec, scratch, state);
     setup
         .fake
