@@ -1,0 +1,1 @@
+//! The one registry of slash commands.

@@ -1,0 +1,1 @@
+//! Terminal presentation: streaming Markdown, code highlighting and skins.
