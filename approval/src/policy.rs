@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -60,7 +61,8 @@ pub struct Denied {
 #[derive(Debug)]
 pub struct ApprovalPolicy {
     classifier: &'static Classifier,
-    yolo: bool,
+    /// Switchable during a session (`/yolo`); nothing cached depends on it.
+    yolo: AtomicBool,
     timeout: Duration,
     /// Session id → finding ids approved for that session.
     sessions: Mutex<HashMap<String, HashSet<String>>>,
@@ -73,7 +75,7 @@ impl ApprovalPolicy {
     pub fn load(always_file: impl Into<PathBuf>) -> Result<Self, ApprovalError> {
         Ok(Self {
             classifier: Classifier::builtin()?,
-            yolo: false,
+            yolo: AtomicBool::new(false),
             timeout: DEFAULT_TIMEOUT,
             sessions: Mutex::new(HashMap::new()),
             always: Mutex::new(AlwaysStore::load(always_file.into())?),
@@ -81,9 +83,19 @@ impl ApprovalPolicy {
     }
 
     /// In yolo mode dangerous commands run without asking; hardline ones are still refused.
-    pub fn with_yolo(mut self, yolo: bool) -> Self {
-        self.yolo = yolo;
+    pub fn with_yolo(self, yolo: bool) -> Self {
+        self.set_yolo(yolo);
         self
+    }
+
+    /// Turns yolo mode on or off from now on.
+    pub fn set_yolo(&self, yolo: bool) {
+        self.yolo.store(yolo, Ordering::Relaxed);
+    }
+
+    /// Whether yolo mode is on.
+    pub fn yolo(&self) -> bool {
+        self.yolo.load(Ordering::Relaxed)
     }
 
     /// How long to wait for an answer before denying (default [`DEFAULT_TIMEOUT`]).
@@ -120,7 +132,7 @@ impl ApprovalPolicy {
             }
             Risk::Dangerous(finding) => finding,
         };
-        if self.yolo {
+        if self.yolo() {
             return Ok(Approval::Yolo);
         }
         if sandboxed {

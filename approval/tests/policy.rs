@@ -246,6 +246,22 @@ async fn yolo_skips_asking_but_hardline_is_still_blocked() {
 }
 
 #[tokio::test]
+async fn yolo_can_be_switched_off_and_on_during_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&always_file(&dir)).with_yolo(true);
+    let user = Fake::new(Decision::Deny);
+    policy.set_yolo(false);
+    assert!(!policy.yolo());
+    let denied = policy.check("s1", "terminal", DANGEROUS, false, &user).await;
+    assert!(denied.is_err());
+    assert_eq!(user.asks(), 1);
+    policy.set_yolo(true);
+    let approval = policy.check("s1", "terminal", DANGEROUS, false, &user).await;
+    assert_eq!(approval, Ok(Approval::Yolo));
+    assert_eq!(user.asks(), 1);
+}
+
+#[tokio::test]
 async fn sandboxed_backends_skip_asking_but_hardline_is_still_blocked() {
     let dir = tempfile::tempdir().unwrap();
     let policy = policy(&always_file(&dir));

@@ -93,6 +93,18 @@ impl SessionDb {
         })
     }
 
+    /// Keeps the first `keep` messages of a session and deletes the rest
+    /// (`/undo`, `/retry`); returns how many were deleted.
+    pub fn truncate(&self, session_id: &str, keep: u64) -> Result<usize> {
+        let keep = to_sql_int(keep);
+        self.write(|tx| {
+            // Row by row so the FTS triggers remove the index entries too.
+            Ok(tx
+                .prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND seq > ?2")?
+                .execute(params![session_id, keep])?)
+        })
+    }
+
     /// Deletes a session, its messages and their search entries; sessions that
     /// continued it lose their parent link. Returns whether it existed.
     pub fn delete(&self, session_id: &str) -> Result<bool> {

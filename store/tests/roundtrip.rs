@@ -310,3 +310,22 @@ fn recap_names_the_session_counts_and_last_exchange() {
     t.db.set_title("r", Some("Fixing tests")).unwrap();
     assert!(t.db.recap("r").unwrap().starts_with("Fixing tests"));
 }
+
+#[test]
+fn truncating_keeps_the_first_messages_and_forgets_the_rest_in_search() {
+    let t = test_db();
+    t.db.create_session(&new_session("s1", "/work/a")).unwrap();
+    for text in ["keep the walrus", "drop the narwhal", "drop the okapi"] {
+        t.db.append("s1", &Message::user(text)).unwrap();
+    }
+    assert_eq!(t.db.truncate("s1", 1).unwrap(), 2);
+    assert_eq!(
+        t.db.messages("s1").unwrap(),
+        [Message::user("keep the walrus")]
+    );
+    assert!(t.db.search("narwhal", 5).unwrap().is_empty());
+    assert_eq!(t.db.search("walrus", 5).unwrap().len(), 1);
+    // The next message takes the freed sequence number.
+    assert_eq!(t.db.append("s1", &Message::user("again")).unwrap(), 2);
+    assert_eq!(t.db.truncate("s1", 5).unwrap(), 0);
+}
