@@ -83,11 +83,14 @@ pub struct BuildError(pub String);
 
 /// A ready-to-run agent with one session.
 pub struct Agent {
-    agent_loop: AgentLoop,
-    conversation: Conversation,
-    db: Option<Arc<SessionDb>>,
-    exec: ExecServices,
-    notices: Vec<String>,
+    pub(crate) agent_loop: AgentLoop,
+    pub(crate) conversation: Conversation,
+    pub(crate) db: Option<Arc<SessionDb>>,
+    pub(crate) exec: ExecServices,
+    pub(crate) notices: Vec<String>,
+    pub(crate) tools: Arc<Dispatcher>,
+    pub(crate) knowledge: Knowledge,
+    pub(crate) primary: ModelSettings,
 }
 
 impl Agent {
@@ -240,7 +243,7 @@ impl Agent {
             )
             .tools(tools.specs())
             .build();
-        let mut ports = Ports::new(tools, store, Arc::new(SystemClock::new()));
+        let mut ports = Ports::new(tools.clone(), store, Arc::new(SystemClock::new()));
         ports.summarizer = Some(summarizer.clone());
         if let Some(hooks) = plugins.hooks {
             ports.hooks = Arc::new(hooks);
@@ -277,6 +280,9 @@ impl Agent {
             db,
             exec,
             notices,
+            tools,
+            knowledge,
+            primary: settings.primary.clone(),
         })
     }
 

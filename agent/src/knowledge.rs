@@ -161,4 +161,55 @@ impl Knowledge {
         }
         sections
     }
+
+    /// The skills the user can invoke as `/<name>`, given what the model can
+    /// call (the same visibility as the prompt's index).
+    pub fn skills(
+        &self,
+        tools: &BTreeSet<String>,
+        toolsets: &BTreeSet<String>,
+    ) -> Vec<SkillSummary> {
+        let Ok(manager) = self.skills.lock() else {
+            return Vec::new();
+        };
+        let visibility = Visibility {
+            platform: std::env::consts::OS,
+            toolsets,
+            tools,
+        };
+        manager
+            .index()
+            .visible(&visibility)
+            .into_iter()
+            .map(|skill| SkillSummary {
+                name: skill.name().to_owned(),
+                description: skill.meta.description.clone(),
+                category: skill.category.clone(),
+            })
+            .collect()
+    }
+
+    /// A skill's instructions (its `SKILL.md` body), read when it is invoked.
+    pub fn skill_body(&self, name: &str) -> Result<String, String> {
+        let manager = self
+            .skills
+            .lock()
+            .map_err(|_| "the skill index is unavailable".to_owned())?;
+        match manager.index().view(name, None) {
+            Ok(talaria_skills::SkillView::Skill(page)) => Ok(page.content),
+            Ok(talaria_skills::SkillView::File(_)) => Err(format!("'{name}' is not a skill")),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+}
+
+/// One skill as the user sees it in `/skills` and `/<skill>` completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillSummary {
+    /// Its name (also its slash command).
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// Its category.
+    pub category: String,
 }

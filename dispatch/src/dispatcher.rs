@@ -160,6 +160,11 @@ impl Dispatcher {
         self.tools.keys().cloned().collect()
     }
 
+    /// The toolset a visible tool belongs to.
+    pub fn toolset_of(&self, tool: &str) -> Option<&str> {
+        self.tools.get(tool).map(|routed| routed.entry.toolset.as_str())
+    }
+
     /// The toolsets at least one visible tool belongs to.
     pub fn visible_toolsets(&self) -> BTreeSet<String> {
         self.tools
