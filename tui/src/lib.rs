@@ -1,1 +1,12 @@
-//! Terminal presentation: streaming Markdown, code highlighting and skins.
+//! Terminal presentation for the interactive CLI: skins, streaming Markdown,
+//! code highlighting and the activity feed (spinner and tool lines).
+
+mod skin;
+mod style;
+mod yaml_lines;
+
+pub use skin::{
+    BUILTIN_ORIGIN, DEFAULT_SKIN, Skin, SkinCatalog, SkinError, SkinInfo, SkinSource, SkinWarning,
+    SpinnerStyle,
+};
+pub use style::{Colour, Palette, ParseColourError, Role};
