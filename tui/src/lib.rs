@@ -1,10 +1,14 @@
 //! Terminal presentation for the interactive CLI: skins, streaming Markdown,
 //! code highlighting and the activity feed (spinner and tool lines).
 
+mod highlight;
+mod markdown;
 mod skin;
 mod style;
 mod yaml_lines;
 
+pub use highlight::{Highlighter, TokenKind};
+pub use markdown::MarkdownStream;
 pub use skin::{
     BUILTIN_ORIGIN, DEFAULT_SKIN, Skin, SkinCatalog, SkinError, SkinInfo, SkinSource, SkinWarning,
     SpinnerStyle,

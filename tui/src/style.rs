@@ -296,12 +296,6 @@ impl Painter {
         push_sanitized(&mut self.out, text);
     }
 
-    /// Appends one character in `style`.
-    pub fn char(&mut self, style: Style, c: char) {
-        let mut buf = [0u8; 4];
-        self.text(style, c.encode_utf8(&mut buf));
-    }
-
     /// Resets the attributes if any are set.
     pub fn reset(&mut self) {
         if self.current != Style::PLAIN {
