@@ -8,7 +8,7 @@ use talaria_tui::{SkinCatalog, Spinner, format_tool_line, key_argument};
 fn main() {
     let name = std::env::args().nth(1).unwrap_or_else(|| "default".into());
     let (skin, _) = SkinCatalog::builtin().resolve_or_default(&name);
-    let spinner = Spinner::start(&skin, "calling the model", true);
+    let spinner = Spinner::start(&skin, "calling the model");
     std::thread::sleep(Duration::from_millis(1500));
     {
         let _pause = spinner.pause();
@@ -19,31 +19,12 @@ fn main() {
     std::thread::sleep(Duration::from_millis(1200));
     spinner.stop();
     let args = serde_json::json!({"command": "echo hi && ls -la /tmp"});
-    let key = key_argument("terminal", &args);
-    println!(
-        "{}",
-        format_tool_line(
-            &skin,
-            true,
-            true,
-            "terminal",
-            key.as_deref(),
-            12,
-            true,
-            None
-        )
-    );
-    println!(
-        "{}",
-        format_tool_line(
-            &skin,
-            true,
-            true,
-            "read_file",
-            Some("nope.txt"),
-            3,
-            false,
-            Some("No such file or directory (os error 2)")
-        )
-    );
+    let key = key_argument("terminal", &args).unwrap_or_default();
+    let emoji = skin.tool_emoji("terminal");
+    let line = format_tool_line(&skin, true, emoji, "terminal", &key, 12, true, None);
+    println!("{line}");
+    let error = Some("No such file or directory (os error 2)");
+    let emoji = skin.tool_emoji("read_file");
+    let line = format_tool_line(&skin, true, emoji, "read_file", "nope.txt", 3, false, error);
+    println!("{line}");
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::skin::Skin;
-use crate::style::{Painter, Role, Style, push_sanitized};
+use crate::style::{Painter, Role, Style};
 
 /// How many characters a key argument is cut to.
 const KEY_ARGUMENT_CHARS: usize = 60;
@@ -146,29 +146,31 @@ pub fn format_duration(ms: u64) -> String {
 
 /// One finished tool call for the activity feed, without a newline:
 /// `  💻 terminal  echo hi   12 ms ✓`, or with `✗` and the error preview
-/// (one line, cut to about 80 characters) when it failed. `emoji` shows the
-/// skin's emoji for the tool; `color` paints the parts with the skin's roles.
+/// (one line, cut to about 80 characters) when it failed. `emoji` is shown
+/// before the name (usually [`Skin::tool_emoji`]; empty for none), `key_arg`
+/// after it (usually from [`key_argument`]; empty for none); `color` paints
+/// the parts with the skin's roles. Control characters are never passed on.
 #[allow(clippy::too_many_arguments)]
 pub fn format_tool_line(
     skin: &Skin,
     color: bool,
-    emoji: bool,
+    emoji: &str,
     name: &str,
-    key_arg: Option<&str>,
+    key_arg: &str,
     duration_ms: u64,
     ok: bool,
     error_preview: Option<&str>,
 ) -> String {
     let mut out = String::from("  ");
-    if emoji {
-        push_sanitized(&mut out, skin.tool_emoji(name));
+    let emoji = one_line(emoji, 8);
+    if !emoji.is_empty() {
+        out.push_str(&emoji);
         out.push(' ');
     }
     let name = one_line(name, KEY_ARGUMENT_CHARS);
     out.push_str(&skin.paint(Role::Tool, &name, color));
-    if let Some(key) = key_arg.map(|k| one_line(k, KEY_ARGUMENT_CHARS))
-        && !key.is_empty()
-    {
+    let key = one_line(key_arg, KEY_ARGUMENT_CHARS);
+    if !key.is_empty() {
         out.push_str("  ");
         out.push_str(&skin.paint(Role::Text, &key, color));
     }
@@ -363,9 +365,16 @@ fn lock(shared: &Shared) -> MutexGuard<'_, SpinState> {
 
 impl Spinner {
     /// Starts animating `label` on stderr with `skin`'s faces, verbs and
-    /// interval — only if `enabled` (the caller's colour/animation setting)
-    /// and stderr is a terminal; otherwise the spinner does nothing at all.
-    pub fn start(skin: &Skin, label: impl Into<String>, enabled: bool) -> Spinner {
+    /// interval — only if stderr is a terminal; otherwise the spinner does
+    /// nothing at all. When the user turned colours or animation off, use
+    /// [`start_if`](Self::start_if) or [`disabled`](Self::disabled).
+    pub fn start(skin: &Skin, label: impl Into<String>) -> Spinner {
+        Spinner::start_if(true, skin, label)
+    }
+
+    /// [`start`](Self::start) when `enabled` (the caller's colour/animation
+    /// setting), else a spinner that does nothing.
+    pub fn start_if(enabled: bool, skin: &Skin, label: impl Into<String>) -> Spinner {
         if !enabled || !std::io::stderr().is_terminal() {
             return Spinner::disabled();
         }
@@ -610,42 +619,38 @@ mod tests {
     #[test]
     fn tool_lines() {
         let skin = Skin::builtin_default();
+        let emoji = skin.tool_emoji("terminal");
         assert_eq!(
-            format_tool_line(
-                &skin,
-                false,
-                true,
-                "terminal",
-                Some("echo hi"),
-                12,
-                true,
-                None
-            ),
+            format_tool_line(&skin, false, emoji, "terminal", "echo hi", 12, true, None),
             "  💻 terminal  echo hi   12 ms ✓"
         );
         assert_eq!(
-            format_tool_line(&skin, false, false, "read_file", None, 1500, true, None),
+            format_tool_line(&skin, false, "", "read_file", "", 1500, true, None),
             "  read_file   1.5 s ✓"
         );
         assert_eq!(
             format_tool_line(
                 &skin,
                 false,
-                true,
+                "⚙",
                 "mystery",
-                Some("x"),
+                "x",
                 3,
                 false,
                 Some("boom\nmore")
             ),
             "  ⚙ mystery  x   3 ms ✗  boom …"
         );
+        assert_eq!(
+            format_tool_line(&skin, false, "", "t", "", 3, false, None),
+            "  t   3 ms ✗"
+        );
         let painted = format_tool_line(
             &skin,
             true,
-            true,
+            emoji,
             "terminal",
-            Some("ls"),
+            "ls",
             5,
             false,
             Some("exit 1"),
@@ -653,7 +658,7 @@ mod tests {
         assert!(painted.contains("\x1b[0;35mterminal\x1b[0m"), "{painted:?}");
         assert!(painted.contains("\x1b[0;31m✗\x1b[0m"), "{painted:?}");
         assert!(painted.contains("\x1b[0;31mexit 1\x1b[0m"), "{painted:?}");
-        let evil = format_tool_line(&skin, false, false, "t\x1b[2J", Some("\x07"), 1, true, None);
+        let evil = format_tool_line(&skin, false, "\x1b[31m", "t\x1b[2J", "\x07", 1, true, None);
         assert!(!evil.contains('\x1b') && !evil.contains('\x07'), "{evil:?}");
     }
 
@@ -756,14 +761,15 @@ mod tests {
     #[test]
     fn disabled_spinner_does_nothing() {
         let skin = fast_skin();
-        let spinner = Spinner::start(&skin, "x", false);
+        let spinner = Spinner::start_if(false, &skin, "x");
         assert!(!spinner.is_active());
         spinner.set_label("y");
         drop(spinner.pause());
         spinner.stop();
         // Tests run without a terminal on stderr: enabled still does nothing.
         if !std::io::stderr().is_terminal() {
-            assert!(!Spinner::start(&skin, "x", true).is_active());
+            assert!(!Spinner::start(&skin, "x").is_active());
+            assert!(!Spinner::start_if(true, &skin, "x").is_active());
         }
     }
 }
