@@ -678,11 +678,20 @@ fn parse_skin(
     let value: Value = match serde_yaml_ng::from_str(text) {
         Ok(value) => value,
         Err(e) => {
-            let error = SkinError::Invalid {
-                origin: origin.to_string(),
-                line: e.location().map(|l| l.line()),
-                key: None,
-                message: format!("invalid YAML: {}", strip_location(&e)),
+            let message = strip_location(&e);
+            let error = match duplicate_key(&message, &checker.lines) {
+                Some((key, line)) => SkinError::Invalid {
+                    origin: origin.to_string(),
+                    line: Some(line),
+                    key: Some(key),
+                    message: "duplicate key".into(),
+                },
+                None => SkinError::Invalid {
+                    origin: origin.to_string(),
+                    line: e.location().map(|l| l.line()),
+                    key: None,
+                    message: format!("invalid YAML: {message}"),
+                },
             };
             return (default_name.to_string(), Err(error));
         }
@@ -700,6 +709,22 @@ fn parse_skin(
         }
     });
     (name, file)
+}
+
+/// The key path and line of the second occurrence named by serde_yaml_ng's
+/// `[path: ]duplicate entry with key "K"` message.
+fn duplicate_key(message: &str, lines: &KeyLines) -> Option<(String, usize)> {
+    let (prefix, rest) = match message.split_once(": duplicate entry with key ") {
+        Some((prefix, rest)) => (Some(prefix), rest),
+        None => (None, message.strip_prefix("duplicate entry with key ")?),
+    };
+    let key = rest.strip_prefix('"')?.strip_suffix('"')?;
+    let path = match prefix {
+        Some(prefix) => format!("{prefix}.{key}"),
+        None => key.to_string(),
+    };
+    let line = lines.second_line_of(&path)?;
+    Some((path, line))
 }
 
 /// serde_yaml_ng's message without the ` at line L column C` of its location
@@ -1048,6 +1073,16 @@ mod tests {
                 .2
                 .contains("expected a mapping")
         );
+    }
+
+    #[test]
+    fn duplicate_keys_name_the_second_one() {
+        let (c, _) = catalog(&[("x", "greeting: a\ncolors:\n  accent: red\n  accent: blue\n")]);
+        let e = c.resolve("x").unwrap_err();
+        assert_eq!(e.to_string(), "test/x.yaml:4: colors.accent: duplicate key");
+        let (c, _) = catalog(&[("x", "greeting: a\n\ngreeting: b\n")]);
+        let e = c.resolve("x").unwrap_err();
+        assert_eq!(e.to_string(), "test/x.yaml:3: greeting: duplicate key");
     }
 
     #[test]

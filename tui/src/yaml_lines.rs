@@ -16,16 +16,17 @@ struct Entry {
     items: usize,
 }
 
-/// Key paths to 1-based line numbers.
+/// Key paths to the 1-based numbers of the lines they are on (in order; more
+/// than one when a key is repeated).
 #[derive(Debug, Default)]
 pub(crate) struct KeyLines {
-    lines: HashMap<String, usize>,
+    lines: HashMap<String, Vec<usize>>,
 }
 
 impl KeyLines {
     /// Scans `text`.
     pub fn scan(text: &str) -> KeyLines {
-        let mut lines = HashMap::new();
+        let mut lines: HashMap<String, Vec<usize>> = HashMap::new();
         let mut stack: Vec<Entry> = Vec::new();
         // The indentation of a key whose value is a block scalar (`|` or `>`):
         // deeper lines are its text, not keys.
@@ -62,7 +63,7 @@ impl KeyLines {
                     }
                     None => String::new(),
                 };
-                lines.entry(path.clone()).or_insert(line_no);
+                lines.entry(path.clone()).or_default().push(line_no);
                 stack.push(Entry {
                     indent,
                     path,
@@ -87,7 +88,7 @@ impl KeyLines {
                 Some(parent) if !parent.path.is_empty() => format!("{}.{key}", parent.path),
                 _ => key,
             };
-            lines.entry(path.clone()).or_insert(line_no);
+            lines.entry(path.clone()).or_default().push(line_no);
             let value = strip_comment(value);
             if value.starts_with('|') || value.starts_with('>') {
                 block_scalar = Some(indent);
@@ -103,11 +104,16 @@ impl KeyLines {
         KeyLines { lines }
     }
 
+    /// The line of the second occurrence of exactly `path`.
+    pub fn second_line_of(&self, path: &str) -> Option<usize> {
+        self.lines.get(path).and_then(|l| l.get(1)).copied()
+    }
+
     /// The line of `path`, or of its nearest ancestor that has one.
     pub fn line_of(&self, path: &str) -> Option<usize> {
         let mut path = path;
         loop {
-            if let Some(line) = self.lines.get(path) {
+            if let Some(line) = self.lines.get(path).and_then(|l| l.first()) {
                 return Some(*line);
             }
             let cut = path.rfind(['.', '['])?;
