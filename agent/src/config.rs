@@ -240,6 +240,25 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// How the terminal shows things.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DisplayConfig {
+    /// The skin (`talaria skin list`).
+    pub skin: String,
+    /// Show the model's reasoning as it streams.
+    pub show_reasoning: bool,
+}
+
+impl Default for DisplayConfig {
+    fn default() -> Self {
+        Self {
+            skin: "default".into(),
+            show_reasoning: false,
+        }
+    }
+}
+
 /// Sub-agents (`delegate_task`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -315,6 +334,9 @@ pub struct ConfigFile {
     /// Sub-agents.
     #[serde(skip_serializing_if = "is_default")]
     pub delegation: DelegationConfig,
+    /// How the terminal shows things.
+    #[serde(skip_serializing_if = "is_default")]
+    pub display: DisplayConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

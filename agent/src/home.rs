@@ -82,6 +82,16 @@ impl ProfileHome {
         self.root.join("tmp")
     }
 
+    /// The REPL's input history (one per profile).
+    pub fn history_file(&self) -> PathBuf {
+        self.root.join("state").join("history")
+    }
+
+    /// User skins: `skins/<name>.yaml`.
+    pub fn skins_dir(&self) -> PathBuf {
+        self.root.join("skins")
+    }
+
     /// The session database.
     pub fn session_db(&self) -> PathBuf {
         self.root.join("state").join("sessions.sqlite")

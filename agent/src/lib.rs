@@ -26,5 +26,7 @@ pub use env::EnvLayer;
 pub use home::ProfileHome;
 pub use knowledge::SkillSummary;
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
-pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
+pub use session_ops::{
+    OpsError, PluginCommandInfo, PluginSkinInfo, SessionUsage, ToolSummary, Undone,
+};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};

@@ -33,6 +33,34 @@ pub struct ToolSummary {
     pub toolset: String,
 }
 
+/// A plugin's slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginCommandInfo {
+    /// The plugin.
+    pub plugin: String,
+    /// Name without the slash.
+    pub name: String,
+    /// Other names.
+    pub aliases: Vec<String>,
+    /// One line for `/help`.
+    pub description: String,
+    /// Usage after the name.
+    pub args_hint: String,
+    /// `/help` group.
+    pub category: String,
+}
+
+/// A plugin's skin, as YAML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSkinInfo {
+    /// The plugin.
+    pub plugin: String,
+    /// The skin's name.
+    pub name: String,
+    /// Its definition.
+    pub yaml: String,
+}
+
 /// What `/undo` removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Undone {
@@ -172,6 +200,17 @@ impl Agent {
              <skill name=\"{name}\">\n{}\n</skill>\n\nRequest: {request}",
             body.trim()
         ))
+    }
+
+    /// The slash commands the session's plugins provide.
+    pub fn plugin_commands(&self) -> Vec<PluginCommandInfo> {
+        Vec::new()
+    }
+
+    /// The skins the session's plugins provide (from their skin world or
+    /// their package's `skins/` directory).
+    pub fn plugin_skins(&self) -> Vec<PluginSkinInfo> {
+        Vec::new()
     }
 
     /// Runs a plugin's slash command; the text is shown to the user.

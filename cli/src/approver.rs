@@ -3,17 +3,35 @@
 //! stdin and stdout are pipes; with no terminal at all the answer is deny.
 
 use std::io::{BufRead, BufReader, Write};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use talaria_approval::{ApprovalRequest, Approver, Decision};
 
+/// Called before a question is shown (the REPL stops its spinner).
+pub type BeforeAsking = Arc<dyn Fn() + Send + Sync>;
+
 /// The terminal's [`Approver`].
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TerminalApprover;
+#[derive(Default, Clone)]
+pub struct TerminalApprover {
+    before_asking: Option<BeforeAsking>,
+}
+
+impl TerminalApprover {
+    /// An approver that runs `before_asking` before each question.
+    pub fn with_pause(before_asking: BeforeAsking) -> Self {
+        Self {
+            before_asking: Some(before_asking),
+        }
+    }
+}
 
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        if let Some(pause) = &self.before_asking {
+            pause();
+        }
         let request = request.clone();
         tokio::task::spawn_blocking(move || ask_on_tty(&request))
             .await

@@ -42,6 +42,34 @@ pub enum Command {
     /// Bring skills, memory, persona and settings over from another agent.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// The slash commands (built-in, from plugins, skills), grouped; --json for menus.
+    Commands(CommandsArgs),
+    /// List skins or choose one.
+    #[command(subcommand)]
+    Skin(SkinCommand),
+}
+
+/// `talaria commands`.
+#[derive(Debug, Args, Clone)]
+pub struct CommandsArgs {
+    /// Print JSON (name, aliases, usage, arguments, category, surfaces, source).
+    #[arg(long)]
+    pub json: bool,
+    /// The surface whose commands to list: cli, gateway or acp.
+    #[arg(long, default_value = "cli")]
+    pub surface: String,
+}
+
+/// `talaria skin …`.
+#[derive(Debug, Subcommand)]
+pub enum SkinCommand {
+    /// Every skin (built-in, from plugins, yours); the current one is marked.
+    List,
+    /// Use skin NAME from now on (saved as display.skin).
+    Use {
+        /// Skin name.
+        name: String,
+    },
 }
 
 /// `talaria sessions …`.

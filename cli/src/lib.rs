@@ -3,6 +3,7 @@
 
 mod approver;
 mod args;
+mod commands_cmd;
 mod config_cmd;
 mod exit;
 mod import_cmd;
@@ -10,9 +11,11 @@ mod plugin_dev;
 mod plugins;
 mod profile_cmd;
 mod render;
+mod repl;
 mod run;
 mod sessions_cmd;
 mod setup;
+mod skins;
 
 use std::process::ExitCode;
 
@@ -77,6 +80,8 @@ pub fn main() -> ExitCode {
             Some(args::Command::Config(command)) => config_cmd::run(command, &home),
             Some(args::Command::Sessions(command)) => sessions_cmd::run(command, &home),
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
+            Some(args::Command::Commands(command)) => commands_cmd::run(command, &home).await,
+            Some(args::Command::Skin(command)) => skins::run(command, &home),
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,
             None => run::run(cli.run, home).await,

@@ -1,7 +1,7 @@
 //! `talaria [-q PROMPT]` and `talaria chat`: build the agent, run, render, exit.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
 
 use talaria_agent::{
     Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError,
@@ -12,6 +12,8 @@ use talaria_kernel::{CancellationToken, Exit};
 use crate::args::{ModelArgs, RunArgs};
 use crate::exit::{Status, explain, usage_error};
 use crate::render::Renderer;
+use crate::repl::Repl;
+use crate::repl::view::View;
 use crate::setup;
 
 /// Loads the profile's environment layer and config, reporting errors as usage errors.
@@ -95,10 +97,24 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Ok(resume) => resume,
         Err(status) => return status,
     };
+    let chat = args.query.is_none() && std::io::stdin().is_terminal();
+    // The REPL's view exists before the agent: its approver pauses the spinner.
+    let view = chat.then(|| {
+        let display = &settings.config.display;
+        let (skins, _) = crate::skins::catalog(&home, Vec::new());
+        View::new(
+            skins.resolve_or_default(&display.skin).0,
+            display.show_reasoning,
+        )
+    });
+    let approver: Arc<dyn talaria_approval::Approver> = match &view {
+        Some(view) => view.approver(),
+        None => Arc::new(crate::approver::TerminalApprover::default()),
+    };
     let options = AgentOptions {
         surface,
         cwd: cwd.clone(),
-        approver: Arc::new(crate::approver::TerminalApprover),
+        approver,
         resume: resume.clone(),
     };
     let mut agent = match Agent::build(&settings, &home, options).await {
@@ -116,20 +132,35 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
             }
         }
     }
-    let status = if let Some(prompt) = &args.query {
-        one_shot(&mut agent, prompt, &args, &settings, &home).await
-    } else if !std::io::stdin().is_terminal() {
-        let mut prompt = String::new();
-        if let Err(error) = std::io::stdin().read_to_string(&mut prompt) {
-            return usage_error(&format!("cannot read the prompt from stdin: {error}"));
+    if let Some(view) = view {
+        let (skins, warnings) = crate::skins::catalog(&home, agent.plugin_skins());
+        for warning in warnings {
+            view.notice(&format!("note: {warning}"));
         }
-        if prompt.trim().is_empty() {
-            return usage_error("no prompt: pass -q PROMPT or pipe one on stdin");
+        let (skin, problem) = skins.resolve_or_default(&settings.config.display.skin);
+        if let Some(problem) = problem {
+            view.error(&format!("{problem}; using the default skin"));
         }
-        one_shot(&mut agent, prompt.trim(), &args, &settings, &home).await
-    } else {
-        chat(&mut agent, &settings, &home).await
+        view.set_skin(skin);
+        return Repl::new(agent, settings, home, cwd, args, skins, view)
+            .run()
+            .await;
+    }
+    // Not a terminal: the prompt is -q or all of stdin.
+    let prompt = match &args.query {
+        Some(prompt) => prompt.clone(),
+        None => {
+            let mut prompt = String::new();
+            if let Err(error) = std::io::stdin().read_to_string(&mut prompt) {
+                return usage_error(&format!("cannot read the prompt from stdin: {error}"));
+            }
+            if prompt.trim().is_empty() {
+                return usage_error("no prompt: pass -q PROMPT or pipe one on stdin");
+            }
+            prompt.trim().to_owned()
+        }
     };
+    let status = one_shot(&mut agent, &prompt, &args, &settings, &home).await;
     agent.end_session().await;
     status
 }
@@ -205,79 +236,6 @@ async fn one_shot(
             }
             eprintln!("error: {message}");
             Status::Failed
-        }
-    }
-}
-
-/// Ctrl-C cancels the running turn (the loop then answers its outstanding tool
-/// calls); at an idle prompt it exits.
-fn interrupt_running_turn() -> Arc<Mutex<Option<CancellationToken>>> {
-    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
-    let watched = current.clone();
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            match watched.lock().ok().and_then(|mut running| running.take()) {
-                Some(turn) => turn.cancel(),
-                None => std::process::exit(130),
-            }
-        }
-    });
-    current
-}
-
-/// A line-by-line conversation on a terminal. Ctrl-C interrupts the running
-/// turn; Ctrl-D or /quit ends the session.
-async fn chat(agent: &mut Agent, settings: &Settings, home: &ProfileHome) -> Status {
-    eprintln!(
-        "Talaria {} · {} · Ctrl-C interrupts a turn, Ctrl-D or /quit exits",
-        env!("CARGO_PKG_VERSION"),
-        settings.primary.model
-    );
-    let renderer = Renderer::human(true);
-    let current_turn = interrupt_running_turn();
-    let stdin = std::io::stdin();
-    loop {
-        eprint!("› ");
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        match stdin.lock().read_line(&mut line) {
-            Ok(0) => return Status::Answered,
-            Ok(_) => {}
-            Err(error) => return usage_error(&format!("cannot read input: {error}")),
-        }
-        let input = line.trim();
-        match input {
-            "" => continue,
-            "/quit" | "/exit" => return Status::Answered,
-            _ => {}
-        }
-        if input == "/compact" || input.starts_with("/compact ") {
-            let focus = input
-                .strip_prefix("/compact")
-                .map(str::trim)
-                .filter(|f| !f.is_empty());
-            let outcome = agent.compact(focus, &renderer).await;
-            if outcome.pruned_outputs == 0 && outcome.summarized_messages == 0 {
-                eprintln!("  nothing to compact yet");
-            }
-            continue;
-        }
-        let cancel = CancellationToken::new();
-        if let Ok(mut running) = current_turn.lock() {
-            *running = Some(cancel.clone());
-        }
-        let outcome = agent.run(input, &renderer, &cancel).await;
-        if let Ok(mut running) = current_turn.lock() {
-            *running = None;
-        }
-        renderer.finish_line();
-        match outcome {
-            Ok(Exit::Final(_)) => {}
-            Ok(Exit::Interrupted) => eprintln!("interrupted"),
-            Ok(Exit::BudgetExhausted { exhausted, .. }) => {
-                eprintln!("  ! the {exhausted} ran out; the summary above is where things stand");
-            }
-            Err(error) => eprintln!("error: {}", explain(&error, &settings.primary, home)),
         }
     }
 }

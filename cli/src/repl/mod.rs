@@ -1,0 +1,417 @@
+//! The interactive REPL: read a line (history, completion, multi-line), run a
+//! slash command from the registry or a turn of the agent, render it, repeat.
+//! Ctrl-C cancels a running turn; at an idle prompt Ctrl-C twice or Ctrl-D exits.
+
+pub mod input;
+pub mod view;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use talaria_agent::{Agent, AgentOptions, ProfileHome, Settings, Surface};
+use talaria_commands::{
+    BUILTINS, Context, Effect, ExternalCommand, Pending, Registry, SkillCommand, Surfaces,
+};
+use talaria_kernel::{CancellationToken, Exit};
+use talaria_tui::SkinCatalog;
+
+use crate::args::RunArgs;
+use crate::exit::{Status, explain, usage_error};
+use input::{ArgSnapshot, CompletionSource, Input, LineReader};
+use view::View;
+
+/// The running turn's cancel token, shared with the Ctrl-C watcher.
+type TurnSlot = Arc<Mutex<Option<CancellationToken>>>;
+
+/// Ctrl-C while a turn runs cancels it (the loop records interrupted results
+/// for its tool calls); a second Ctrl-C before the turn has wound down exits.
+/// At the prompt the line editor reads Ctrl-C itself (raw mode).
+fn watch_ctrl_c() -> TurnSlot {
+    let slot: TurnSlot = Arc::default();
+    let watched = slot.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            let Ok(running) = watched.lock() else {
+                continue;
+            };
+            if let Some(turn) = running.as_ref() {
+                if turn.is_cancelled() {
+                    std::process::exit(130);
+                }
+                turn.cancel();
+            }
+        }
+    });
+    slot
+}
+
+/// The REPL's state across sessions.
+pub struct Repl {
+    home: ProfileHome,
+    cwd: PathBuf,
+    args: RunArgs,
+    settings: Settings,
+    agent: Agent,
+    pending: Pending,
+    registry: Registry,
+    skins: SkinCatalog,
+    view: Arc<View>,
+    completion: Arc<Mutex<CompletionSource>>,
+}
+
+impl Repl {
+    /// Wraps a built agent.
+    pub fn new(
+        agent: Agent,
+        settings: Settings,
+        home: ProfileHome,
+        cwd: PathBuf,
+        args: RunArgs,
+        skins: SkinCatalog,
+        view: Arc<View>,
+    ) -> Self {
+        let registry = registry_for(&agent, Surfaces::CLI);
+        let completion = Arc::new(Mutex::new(CompletionSource {
+            registry: registry.clone(),
+            values: ArgSnapshot::default(),
+        }));
+        let mut repl = Self {
+            home,
+            cwd,
+            args,
+            settings,
+            agent,
+            pending: Pending::default(),
+            registry,
+            skins,
+            view,
+            completion,
+        };
+        repl.refresh_completion();
+        repl
+    }
+
+    /// Runs until the user quits.
+    pub async fn run(mut self) -> Status {
+        self.view.banner(&self.agent);
+        let mut reader = match LineReader::new(self.home.history_file(), self.completion.clone()) {
+            Ok(reader) => reader,
+            Err(error) => return usage_error(&format!("cannot start the line editor: {error}")),
+        };
+        let turn = watch_ctrl_c();
+        let mut interrupted_once = false;
+        loop {
+            let (plain, styled) = self.view.prompt();
+            let read = tokio::task::block_in_place(|| reader.read(&plain, &styled));
+            let line = match read {
+                Ok(Input::Line(line)) => line,
+                Ok(Input::Interrupted) => {
+                    if interrupted_once {
+                        break;
+                    }
+                    interrupted_once = true;
+                    self.view.notice("(Ctrl-C again or Ctrl-D to exit)");
+                    continue;
+                }
+                Ok(Input::Eof) => break,
+                Err(error) => {
+                    self.view.error(&format!("cannot read input: {error}"));
+                    break;
+                }
+            };
+            interrupted_once = false;
+            let input = line.trim();
+            if input.is_empty() {
+                continue;
+            }
+            let mut next = if Registry::is_command(input) {
+                self.command(input).await
+            } else {
+                // `//text` sends `/text`.
+                let text = input
+                    .strip_prefix("//")
+                    .map_or(input.to_owned(), |t| format!("/{t}"));
+                Effect::Send(text)
+            };
+            // A command may send a message (/retry, skills), which ends in None.
+            loop {
+                next = match next {
+                    Effect::None => break,
+                    Effect::Send(text) => {
+                        self.turn(&text, &turn).await;
+                        Effect::None
+                    }
+                    Effect::Quit => {
+                        self.end().await;
+                        return Status::Answered;
+                    }
+                    Effect::NewSession => {
+                        self.rebuild(None).await;
+                        Effect::None
+                    }
+                    Effect::ClearAndNewSession => {
+                        self.view.clear_screen();
+                        self.rebuild(None).await;
+                        Effect::None
+                    }
+                    Effect::Resume(id) => {
+                        self.rebuild(Some(id)).await;
+                        Effect::None
+                    }
+                    Effect::Reload => {
+                        let id = self.agent.session_id().to_owned();
+                        self.rebuild(Some(id)).await;
+                        Effect::None
+                    }
+                    Effect::Skin(name) => {
+                        self.skin(name.as_deref());
+                        Effect::None
+                    }
+                    Effect::Reasoning(show) => {
+                        let show = show.unwrap_or(!self.view.shows_reasoning());
+                        self.view.set_reasoning(show);
+                        self.view.notice(if show {
+                            "reasoning shown"
+                        } else {
+                            "reasoning hidden"
+                        });
+                        Effect::None
+                    }
+                };
+            }
+            self.refresh_completion();
+        }
+        self.end().await;
+        Status::Answered
+    }
+
+    async fn command(&mut self, line: &str) -> Effect {
+        let registry = self.registry.clone();
+        let mut ctx = Context {
+            agent: &mut self.agent,
+            pending: &mut self.pending,
+            registry: &registry,
+            home: &self.home,
+            cwd: &self.cwd,
+            surface: Surfaces::CLI,
+            events: &*self.view,
+        };
+        let reply = registry.dispatch(&mut ctx, line).await;
+        self.view.reply(&reply);
+        reply.effect
+    }
+
+    async fn turn(&mut self, text: &str, slot: &TurnSlot) {
+        let cancel = CancellationToken::new();
+        if let Ok(mut running) = slot.lock() {
+            *running = Some(cancel.clone());
+        }
+        let outcome = self.agent.run(text, &*self.view, &cancel).await;
+        if let Ok(mut running) = slot.lock() {
+            *running = None;
+        }
+        self.view.end_turn();
+        match outcome {
+            Ok(Exit::Final(_)) => {}
+            Ok(Exit::Interrupted) => self.view.notice("interrupted"),
+            Ok(Exit::BudgetExhausted { exhausted, .. }) => self.view.error(&format!(
+                "the {exhausted} ran out; the summary above is where things stand"
+            )),
+            Err(error) => self
+                .view
+                .error(&explain(&error, &self.settings.primary, &self.home)),
+        }
+    }
+
+    /// Ends the current session and starts another (fresh, or `resume`),
+    /// applying pending changes. If the new one cannot be built, the current
+    /// session goes on and the changes stay pending.
+    async fn rebuild(&mut self, resume: Option<String>) {
+        let settings = match resolve_with(&self.args, &self.home, &self.pending) {
+            Ok(settings) => settings,
+            Err(message) => {
+                self.view.error(&message);
+                return;
+            }
+        };
+        let options = AgentOptions {
+            surface: Surface::Terminal,
+            cwd: self.cwd.clone(),
+            approver: self.view.approver(),
+            resume: resume.clone(),
+        };
+        let agent = match Agent::build(&settings, &self.home, options).await {
+            Ok(agent) => agent,
+            Err(error) => {
+                self.view
+                    .error(&format!("the session was not switched: {error}"));
+                return;
+            }
+        };
+        self.agent.end_session().await;
+        self.agent = agent;
+        self.agent.set_yolo(self.args.yolo || self.agent.yolo());
+        self.settings = settings;
+        self.pending = Pending::default();
+        self.registry = registry_for(&self.agent, Surfaces::CLI);
+        for notice in self.agent.notices() {
+            self.view.notice(&format!("note: {notice}"));
+        }
+        match &resume {
+            Some(id) => {
+                self.view.notice(&format!("continuing session {id}"));
+                if let Some(recap) = self.agent.recap() {
+                    self.view.notice(&recap);
+                }
+            }
+            None => self.view.notice(&format!(
+                "new session {} · {}",
+                self.agent.session_id(),
+                self.agent.model().model
+            )),
+        }
+    }
+
+    fn skin(&mut self, name: Option<&str>) {
+        let Some(name) = name else {
+            let current = self.view.skin_name();
+            let lines: Vec<String> = self
+                .skins
+                .list()
+                .into_iter()
+                .map(|info| {
+                    let marker = if info.name == current { "*" } else { " " };
+                    format!(
+                        "{marker} {:<14} {:<28} {}",
+                        info.name, info.description, info.origin
+                    )
+                })
+                .collect();
+            self.view.notice(&lines.join("\n"));
+            return;
+        };
+        match self.skins.resolve(name) {
+            Ok(skin) => {
+                self.view.set_skin(skin);
+                let saved = talaria_agent::EnvLayer::load(&self.home.env_file())
+                    .map_err(|e| e.to_string())
+                    .and_then(|env| {
+                        talaria_agent::config_edit::set(
+                            &self.home.config_file(),
+                            "display.skin",
+                            name,
+                            &env,
+                        )
+                        .map_err(|e| e.to_string())
+                    });
+                match saved {
+                    Ok(()) => self.view.notice(&format!("skin {name} (saved)")),
+                    Err(error) => self
+                        .view
+                        .notice(&format!("skin {name} (not saved: {error})")),
+                }
+            }
+            Err(error) => self.view.error(&error.to_string()),
+        }
+    }
+
+    fn refresh_completion(&mut self) {
+        let values = ArgSnapshot {
+            sessions: self
+                .agent
+                .recent_sessions(30)
+                .map(|sessions| sessions.into_iter().map(|s| s.id).collect())
+                .unwrap_or_default(),
+            toolsets: {
+                let mut toolsets: Vec<String> =
+                    self.agent.tools().into_iter().map(|t| t.toolset).collect();
+                toolsets.sort();
+                toolsets.dedup();
+                toolsets
+            },
+            skins: self.skins.list().into_iter().map(|s| s.name).collect(),
+            models: std::iter::once(&self.settings.primary)
+                .chain(&self.settings.fallbacks)
+                .chain(&self.settings.auxiliary)
+                .map(|m| m.model.clone())
+                .collect(),
+            config_keys: config_keys(&self.settings),
+        };
+        if let Ok(mut source) = self.completion.lock() {
+            source.registry = self.registry.clone();
+            source.values = values;
+        }
+    }
+
+    async fn end(&mut self) {
+        self.agent.end_session().await;
+        self.view.farewell();
+    }
+}
+
+/// The registry of a session: built-ins, the plugins' commands, the skills.
+pub fn registry_for(agent: &Agent, surface: Surfaces) -> Registry {
+    let mut registry = Registry::new(BUILTINS, surface);
+    let _ = registry.add_plugin_commands(
+        agent
+            .plugin_commands()
+            .into_iter()
+            .map(|c| ExternalCommand {
+                plugin: c.plugin,
+                name: c.name,
+                aliases: c.aliases,
+                description: c.description,
+                args_hint: c.args_hint,
+                category: c.category,
+            })
+            .collect(),
+    );
+    registry.add_skills(
+        agent
+            .skills()
+            .into_iter()
+            .map(|s| SkillCommand {
+                name: s.name,
+                description: s.description,
+            })
+            .collect(),
+    );
+    registry
+}
+
+/// Settings for the next session: the command line, then the pending changes.
+fn resolve_with(args: &RunArgs, home: &ProfileHome, pending: &Pending) -> Result<Settings, String> {
+    let (env, config) = crate::run::load_profile(home)?;
+    let mut overrides = crate::run::overrides(&args.model);
+    pending.apply_overrides(&mut overrides);
+    let mut settings =
+        Settings::resolve(&overrides, &env, config, home).map_err(|e| e.to_string())?;
+    pending.apply_tools(&mut settings.config.tools);
+    settings.yolo = args.yolo;
+    Ok(settings)
+}
+
+/// Every dotted key of the effective configuration.
+fn config_keys(settings: &Settings) -> Vec<String> {
+    fn walk(prefix: &str, value: &serde_yaml_ng::Value, out: &mut Vec<String>) {
+        if let serde_yaml_ng::Value::Mapping(map) = value {
+            for (key, child) in map {
+                let Some(key) = key.as_str() else { continue };
+                let path = if prefix.is_empty() {
+                    key.to_owned()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                walk(&path, child, out);
+            }
+        } else if !prefix.is_empty() {
+            out.push(prefix.to_owned());
+        }
+    }
+    let mut keys = Vec::new();
+    if let Ok(value) = talaria_agent::config_edit::effective(&settings.config) {
+        walk("", &value, &mut keys);
+    }
+    keys.sort();
+    keys
+}

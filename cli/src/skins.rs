@@ -1,0 +1,65 @@
+//! `talaria skin list|use` and the catalog every terminal view draws from:
+//! built-ins, then plugins' skins, then `$TALARIA_HOME/skins/*.yaml`.
+
+use talaria_agent::{EnvLayer, PluginSkinInfo, ProfileHome};
+use talaria_tui::{SkinCatalog, SkinSource, SkinWarning};
+
+use crate::args::SkinCommand;
+use crate::exit::{Status, usage_error};
+
+/// The skins of a profile, with what was wrong with any of them.
+pub fn catalog(
+    home: &ProfileHome,
+    plugin_skins: Vec<PluginSkinInfo>,
+) -> (SkinCatalog, Vec<SkinWarning>) {
+    let sources = plugin_skins
+        .into_iter()
+        .map(|skin| SkinSource::new(format!("plugin {}", skin.plugin), skin.name, skin.yaml))
+        .collect();
+    SkinCatalog::load(Some(&home.skins_dir()), sources)
+}
+
+/// Runs a `skin` subcommand. Plugin skins are listed by the REPL's `/skin`,
+/// which has the session's plugins loaded.
+pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
+    let (skins, warnings) = catalog(home, Vec::new());
+    for warning in &warnings {
+        eprintln!("note: {warning}");
+    }
+    match command {
+        SkinCommand::List => {
+            let current = crate::run::load_profile(home)
+                .map(|(_, config)| config.display.skin)
+                .unwrap_or_else(|_| "default".into());
+            for info in skins.list() {
+                let marker = if info.name == current { "*" } else { " " };
+                let problem = info
+                    .problem
+                    .map(|p| format!("  (unusable: {p})"))
+                    .unwrap_or_default();
+                println!(
+                    "{marker} {:<14} {:<36} {}{problem}",
+                    info.name, info.description, info.origin
+                );
+            }
+            Status::Answered
+        }
+        SkinCommand::Use { name } => {
+            if let Err(error) = skins.resolve(&name) {
+                return usage_error(&error.to_string());
+            }
+            let env = match EnvLayer::load(&home.env_file()) {
+                Ok(env) => env,
+                Err(error) => return usage_error(&error.to_string()),
+            };
+            match talaria_agent::config_edit::set(&home.config_file(), "display.skin", &name, &env)
+            {
+                Ok(()) => {
+                    println!("skin: {name}");
+                    Status::Answered
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+    }
+}
