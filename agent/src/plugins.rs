@@ -202,12 +202,19 @@ pub struct SessionPlugins {
     pub tools: Option<talaria_plugin_host::PluginTools>,
     /// The hooks plugins, when any loaded.
     pub hooks: Option<talaria_plugin_host::PluginHooks>,
+    /// The plugins' slash commands, when any loaded plugin has commands. A
+    /// name another plugin already answers to is dropped (with a notice).
+    pub commands: Option<talaria_plugin_host::PluginCommands>,
+    /// The plugins' skins (from skin components and packages' `skins/*.yaml`),
+    /// in load order; a name an earlier plugin provides is dropped (with a
+    /// notice). Not validated: the surface applying one does that.
+    pub skins: Vec<talaria_plugin_host::PluginSkin>,
     /// What the user should know: overrides, plugins left out and why.
     pub notices: Vec<String>,
 }
 
-/// Discovers, grants and loads every tool and hooks plugin for a session in
-/// `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
+/// Discovers, grants and loads every tool, hooks, command and skin plugin for
+/// a session in `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
 /// that fails to load is left out and reported in the notices.
 pub async fn load_plugins(
     home: &ProfileHome,
@@ -217,7 +224,8 @@ pub async fn load_plugins(
     sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
-        Grants, HostOptions, LoadedPlugin, PluginHooks, PluginHost, PluginKind, PluginTools,
+        Grants, HostOptions, LoadedPlugin, PluginCommands, PluginHooks, PluginHost, PluginKind,
+        PluginTools,
     };
 
     let discovery = discover(home, cwd, &TrustStore::load(home));
@@ -230,7 +238,14 @@ pub async fn load_plugins(
         .plugins
         .iter()
         .filter(|p| {
-            p.manifest.provides(PluginKind::Tools) || p.manifest.provides(PluginKind::Hooks)
+            [
+                PluginKind::Tools,
+                PluginKind::Hooks,
+                PluginKind::Commands,
+                PluginKind::Skin,
+            ]
+            .into_iter()
+            .any(|kind| p.manifest.provides(kind))
         })
         .collect();
     if wanted.is_empty() {
@@ -296,6 +311,16 @@ pub async fn load_plugins(
             Err(error) => notices.push(format!("plugin hooks are unavailable: {error}")),
         }
     }
+    if loaded.iter().any(|p| !p.commands().is_empty()) {
+        match PluginCommands::new(loaded.clone(), cwd, surface) {
+            Ok(commands) => {
+                notices.extend(commands.clashes().iter().map(ToString::to_string));
+                session.commands = Some(commands);
+            }
+            Err(error) => notices.push(format!("plugin commands are unavailable: {error}")),
+        }
+    }
+    session.skins = collect_skins(&loaded, notices);
     if loaded.iter().any(|p| !p.tools().is_empty()) {
         match PluginTools::new(loaded, cwd) {
             Ok(tools) => session.tools = Some(tools),
@@ -303,6 +328,25 @@ pub async fn load_plugins(
         }
     }
     session
+}
+
+/// Every loaded plugin's skins in load order; a name an earlier plugin
+/// provides is dropped with a notice.
+fn collect_skins(
+    loaded: &[talaria_plugin_host::LoadedPlugin],
+    notices: &mut Vec<String>,
+) -> Vec<talaria_plugin_host::PluginSkin> {
+    let mut skins: Vec<talaria_plugin_host::PluginSkin> = Vec::new();
+    for skin in loaded.iter().flat_map(|plugin| plugin.skins()) {
+        match skins.iter().find(|s| s.name == skin.name) {
+            Some(owner) => notices.push(format!(
+                "skin {} of plugin {} dropped: plugin {} already provides it",
+                skin.name, skin.plugin, owner.plugin
+            )),
+            None => skins.push(skin.clone()),
+        }
+    }
+    skins
 }
 
 /// The session store as plugins' `session-search` sees it.
@@ -359,5 +403,112 @@ mod store_search_tests {
         assert_eq!(hits[0].role, "user");
         assert!(hits[0].snippet.contains("zebra"), "{}", hits[0].snippet);
         assert!(hits[0].timestamp > 1_700_000_000, "unix seconds");
+    }
+}
+
+#[cfg(test)]
+mod load_tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    /// The packaged `commands-probe` test plugin, built with
+    /// `scripts/build-plugins` unless `TALARIA_PLUGINS_PREBUILT` names a
+    /// packaged tree.
+    fn commands_probe() -> PathBuf {
+        let root = if let Some(dir) = std::env::var_os("TALARIA_PLUGINS_PREBUILT") {
+            PathBuf::from(dir)
+        } else {
+            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+            let status = std::process::Command::new(repo.join("scripts/build-plugins"))
+                .args(["-p", "talaria-plugin-commands-probe"])
+                .current_dir(repo)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "scripts/build-plugins failed");
+            repo.join("target/plugins")
+        };
+        root.join("test/commands-probe")
+    }
+
+    /// Copies the package into `plugins` as `name`.
+    fn install(package: &Path, plugins: &Path, name: &str) {
+        let dir = plugins.join(name);
+        std::fs::create_dir_all(dir.join("skins")).unwrap();
+        std::fs::copy(package.join("plugin.wasm"), dir.join("plugin.wasm")).unwrap();
+        let manifest = std::fs::read_to_string(package.join("plugin.toml")).unwrap();
+        let manifest = manifest.replace("name = \"commands-probe\"", &format!("name = \"{name}\""));
+        std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+        std::fs::copy(
+            package.join("skins/probe-light.yaml"),
+            dir.join("skins/probe-light.yaml"),
+        )
+        .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn command_and_skin_plugins_load_and_clashes_are_reported() {
+        let package = commands_probe();
+        let tmp = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(tmp.path().join("home"));
+        install(&package, &home.plugins_dir(), "commands-probe");
+        install(&package, &home.plugins_dir(), "other-probe");
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
+            .unwrap();
+
+        let session = load_plugins(&home, &cwd, "cli", exec, None).await;
+
+        assert!(session.tools.is_none() && session.hooks.is_none());
+        let commands = session.commands.expect("commands");
+        let names: Vec<(String, String)> = commands
+            .specs()
+            .into_iter()
+            .map(|s| (s.plugin, s.name))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("commands-probe".to_owned(), "echo-args".to_owned()),
+                ("commands-probe".to_owned(), "fail-command".to_owned()),
+            ]
+        );
+        let run = commands
+            .run(
+                "ea",
+                "hi",
+                talaria_kernel::HookSession {
+                    session_id: "s1",
+                    model: "m",
+                },
+            )
+            .await;
+        assert_eq!(run.as_deref(), Ok("echo-args: hi (session s1)"));
+
+        let skins: Vec<(&str, &str)> = session
+            .skins
+            .iter()
+            .map(|s| (s.plugin.as_str(), s.name.as_str()))
+            .collect();
+        assert_eq!(
+            skins,
+            [
+                ("commands-probe", "probe-dark"),
+                ("commands-probe", "probe-light")
+            ]
+        );
+        for expected in [
+            "command /echo-args of plugin other-probe dropped: plugin commands-probe already provides /echo-args",
+            "skin probe-dark of plugin other-probe dropped: plugin commands-probe already provides it",
+            "skin probe-light of plugin other-probe dropped: plugin commands-probe already provides it",
+        ] {
+            assert!(
+                session.notices.iter().any(|n| n == expected),
+                "{expected:?} not in {:#?}",
+                session.notices
+            );
+        }
     }
 }

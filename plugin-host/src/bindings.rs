@@ -34,3 +34,43 @@ pub(crate) mod hooks_world {
         },
     });
 }
+
+/// The `command-plugin` world's exports.
+pub(crate) mod command_world {
+    wasmtime::component::bindgen!({
+        world: "command-plugin",
+        path: "../wit/plugin",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}
+
+/// The `skin-plugin` world's exports.
+pub(crate) mod skin_world {
+    wasmtime::component::bindgen!({
+        world: "skin-plugin",
+        path: "../wit/plugin",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}

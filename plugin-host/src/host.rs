@@ -1,5 +1,6 @@
 //! Loading plugins: manifest, component (compiled or cached), API version
-//! check, linking, and the tool list.
+//! check, linking, and what the plugin provides (tools, hook subscriptions,
+//! commands, skins).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +14,10 @@ use wasmtime::component::{Component, Linker};
 
 use crate::bindings::{ToolPlugin, ToolPluginPre};
 use crate::cache::{CompileCache, Origin, error_text};
+use crate::commands::{
+    CommandCall, CommandPluginPre, CommandReply, PluginCommandSpec, convert_commands,
+    invoke_command,
+};
 use crate::engine;
 use crate::error::{HostError, LoadError};
 use crate::exec_imports::ExecServices;
@@ -27,6 +32,7 @@ use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind};
 use crate::net::NetPolicy;
 use crate::sandbox::{Sandbox, resolve_grant};
 use crate::session_search::SessionSearch;
+use crate::skins::{PluginSkin, SkinPluginPre, convert_skins, invoke_list_skins, read_data_skins};
 use crate::state::{HostCtx, PluginShared, PluginState};
 use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
@@ -139,6 +145,10 @@ pub(crate) struct LoadedInner {
     pub(crate) tool_pre: Option<ToolPluginPre<PluginState>>,
     pub(crate) hooks_pre: Option<HooksPluginPre<PluginState>>,
     pub(crate) subscriptions: Vec<HookSubscription>,
+    pub(crate) commands_pre: Option<CommandPluginPre<PluginState>>,
+    pub(crate) commands: Vec<PluginCommandSpec>,
+    pub(crate) skins_pre: Option<SkinPluginPre<PluginState>>,
+    pub(crate) skins: Vec<PluginSkin>,
     pub(crate) origin: Origin,
     pub(crate) host: Arc<HostInner>,
 }
@@ -157,6 +167,8 @@ impl std::fmt::Debug for LoadedPlugin {
             .field("api", &self.inner.api)
             .field("kinds", &self.inner.kinds)
             .field("tools", &self.inner.tools.len())
+            .field("commands", &self.inner.commands.len())
+            .field("skins", &self.inner.skins.len())
             .finish_non_exhaustive()
     }
 }
@@ -200,6 +212,18 @@ impl LoadedPlugin {
     /// Its tools (empty unless it provides `tools`).
     pub fn tools(&self) -> &[ToolInfo] {
         &self.inner.tools
+    }
+
+    /// Its slash commands (empty unless it provides `commands`), validated:
+    /// invalid or repeated names were dropped at load with a log line.
+    pub fn commands(&self) -> &[PluginCommandSpec] {
+        &self.inner.commands
+    }
+
+    /// Its skins: those its component lists (when it provides `skin`), then
+    /// the package's data skins (`skins/*.yaml`, named by file stem).
+    pub fn skins(&self) -> &[PluginSkin] {
+        &self.inner.skins
     }
 
     /// Its log (plugin `log` calls, captured stdout/stderr, host notes).
@@ -294,8 +318,10 @@ impl PluginHost {
     /// Loads the plugin in `dir` (`plugin.toml` + its component) with the
     /// capabilities its manifest requests ∩ `grants`. Compiles the component
     /// (on a blocking thread) unless the cache holds it, checks the API
-    /// version it targets before anything is instantiated, links it, and
-    /// lists its tools. Needs a tokio runtime.
+    /// version it targets before anything is instantiated, links it, lists
+    /// what its component exports (tools, hook subscriptions, commands,
+    /// skins; each once, in a fresh instance) and reads the package's data
+    /// skins (`skins/*.yaml`). Needs a tokio runtime.
     pub async fn load(&self, dir: &Path, grants: &Grants) -> Result<LoadedPlugin, LoadError> {
         let manifest = Manifest::load(&dir.join(MANIFEST_FILE))?;
         let name = manifest.name.clone();
@@ -376,6 +402,21 @@ impl PluginHost {
             None
         };
 
+        let exports_error = |e: wasmtime::Error| LoadError::Exports {
+            plugin: name.clone(),
+            message: error_text(&e),
+        };
+        let commands_pre = kinds
+            .contains(&PluginKind::Commands)
+            .then(|| CommandPluginPre::new(instance_pre.clone()))
+            .transpose()
+            .map_err(exports_error)?;
+        let skins_pre = kinds
+            .contains(&PluginKind::Skin)
+            .then(|| SkinPluginPre::new(instance_pre.clone()))
+            .transpose()
+            .map_err(exports_error)?;
+
         let kv = caps
             .kv
             .then(|| KvStore::new(data_dir.join("kv").join(&self.inner.profile)));
@@ -421,6 +462,10 @@ impl PluginHost {
             tool_pre,
             hooks_pre,
             subscriptions: Vec::new(),
+            commands_pre,
+            commands: Vec::new(),
+            skins_pre,
+            skins: Vec::new(),
             origin,
             host: self.inner.clone(),
         };
@@ -447,6 +492,35 @@ impl PluginHost {
                 inner.subscriptions = convert_subscriptions(subscriptions);
             }
         }
+        if inner.commands_pre.is_some() {
+            let sandbox = Sandbox::default();
+            let reply = invoke_command(&inner, &sandbox, CommandCall::List)
+                .await
+                .map_err(|e| LoadError::Exports {
+                    plugin: name.clone(),
+                    message: format!("listing its commands failed: {e}"),
+                })?;
+            if let CommandReply::List(specs) = reply {
+                let (commands, dropped) = convert_commands(&name, specs);
+                inner.commands = commands;
+                note_dropped(&inner, &dropped);
+            }
+        }
+        if inner.skins_pre.is_some() {
+            let sandbox = Sandbox::default();
+            let listed =
+                invoke_list_skins(&inner, &sandbox)
+                    .await
+                    .map_err(|e| LoadError::Exports {
+                        plugin: name.clone(),
+                        message: format!("listing its skins failed: {e}"),
+                    })?;
+            let (skins, dropped) = convert_skins(&name, listed);
+            inner.skins = skins;
+            note_dropped(&inner, &dropped);
+        }
+        let dropped = read_data_skins(&name, dir, &mut inner.skins);
+        note_dropped(&inner, &dropped);
         Ok(LoadedPlugin {
             inner: Arc::new(inner),
         })
@@ -557,6 +631,13 @@ fn convert_specs(
     Ok(tools)
 }
 
+/// Logs what validation left out, one warning each.
+fn note_dropped(inner: &LoadedInner, dropped: &[String]) {
+    for line in dropped {
+        inner.shared.log.push(LogLevel::Warn, LogSource::Host, line);
+    }
+}
+
 /// A loaded plugin placed in one working directory: its preopens there, or
 /// why they could not be set up (then every call into it fails).
 pub(crate) struct Placed {
@@ -588,6 +669,8 @@ impl LoadedInner {
             shared: &self.shared,
             tool_pre: self.tool_pre.as_ref(),
             hooks_pre: self.hooks_pre.as_ref(),
+            commands_pre: self.commands_pre.as_ref(),
+            skins_pre: self.skins_pre.as_ref(),
         }
     }
 }

@@ -10,11 +10,16 @@
 //!   over the loaded tool plugins, one fresh instance per call, with
 //!   capability enforcement through WASI preopens and socket checks, per-call
 //!   time and memory limits, and failure isolation.
+//! - [`PluginHooks`] is the kernel's [`talaria_kernel::Hooks`] over the hooks
+//!   plugins; [`PluginCommands`] runs the command plugins' slash commands;
+//!   [`LoadedPlugin::skins`] lists a plugin's skins (from its component and
+//!   its package's `skins/*.yaml`).
 //!
 //! See `README.md` for the manifest format and the sandbox.
 
 mod bindings;
 mod cache;
+mod commands;
 mod engine;
 mod error;
 mod exec_imports;
@@ -31,10 +36,15 @@ mod manifest;
 mod net;
 mod sandbox;
 mod session_search;
+mod skins;
 mod state;
 mod tools;
 mod version;
 
+pub use crate::commands::{
+    CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,
+    valid_command_name,
+};
 pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::exec_imports::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
@@ -49,6 +59,7 @@ pub use crate::manifest::{
 };
 pub use crate::net::NetPattern;
 pub use crate::session_search::{SessionHit, SessionSearch};
+pub use crate::skins::{MAX_SKIN_BYTES, PluginSkin, SKINS_DIR};
 pub use crate::tools::{PluginTools, ToolInstance};
 pub use crate::version::{HOST_API, compatible};
 pub use talaria_dispatch::ToolFlags;

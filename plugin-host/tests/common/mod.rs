@@ -197,3 +197,7 @@ pub fn probe_variant(into: &Path, name: &str, config: &[(&str, &str)]) -> PathBu
             .join("\n")
     })
 }
+
+pub fn commands_probe_dir() -> PathBuf {
+    plugin_dir("test/commands-probe")
+}

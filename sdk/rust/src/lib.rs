@@ -73,10 +73,12 @@
 //! and [`ToolSet::specs`] still do the usual work for [`Tool`] types, and
 //! [`install_panic_hook`] the panic logging.
 
+mod commands;
 mod error;
 mod hooks;
 mod host;
 pub mod http;
+mod skins;
 mod tool;
 
 /// The bindings `wit_bindgen` generates for the `tool-plugin` world.
@@ -129,13 +131,64 @@ pub mod hooks_bindings {
     });
 }
 
+/// The bindings `wit_bindgen` generates for the `command-plugin` world. Its
+/// host imports are those of [`bindings`] and its types those of
+/// [`hooks_bindings`], so one crate can export tools, hooks and commands.
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod command_bindings {
+    wit_bindgen::generate!({
+        world: "command-plugin",
+        path: "../../wit/plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_command_plugin",
+        default_bindings_module: "::talaria_plugin_sdk::command_bindings",
+        with: {
+            "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
+            "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}
+
+/// The bindings `wit_bindgen` generates for the `skin-plugin` world (host
+/// imports and types shared like [`command_bindings`]).
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod skin_bindings {
+    wit_bindgen::generate!({
+        world: "skin-plugin",
+        path: "../../wit/plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_skin_plugin",
+        default_bindings_module: "::talaria_plugin_sdk::skin_bindings",
+        with: {
+            "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
+            "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
+        },
+    });
+}
+
 pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
 pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};
+pub use command_bindings::exports::talaria::plugin::command_provider::Guest as CommandProvider;
+pub use commands::{CommandSpec, Commands};
 pub use error::{HostError, ToolError};
 pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdict_to_wit};
 pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
 pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
 pub use host::{config, exec, kv, log, process, session_search};
+pub use skin_bindings::exports::talaria::plugin::skin_provider::Guest as SkinProvider;
+pub use skins::{Skin, Skins};
 pub use tool::{
     NoArgs, Tool, ToolSet, dispatch, invoke, parameters_schema, parse_args, spec, validate,
 };
