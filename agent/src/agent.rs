@@ -91,6 +91,8 @@ pub struct Agent {
     pub(crate) tools: Arc<Dispatcher>,
     pub(crate) knowledge: Knowledge,
     pub(crate) primary: ModelSettings,
+    pub(crate) plugin_commands: Option<talaria_plugin_host::PluginCommands>,
+    pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
 }
 
 impl Agent {
@@ -283,6 +285,8 @@ impl Agent {
             tools,
             knowledge,
             primary: settings.primary.clone(),
+            plugin_commands: plugins.commands,
+            plugin_skins: plugins.skins,
         })
     }
 

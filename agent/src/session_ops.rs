@@ -204,20 +204,51 @@ impl Agent {
 
     /// The slash commands the session's plugins provide.
     pub fn plugin_commands(&self) -> Vec<PluginCommandInfo> {
-        Vec::new()
+        let Some(commands) = &self.plugin_commands else {
+            return Vec::new();
+        };
+        commands
+            .specs()
+            .into_iter()
+            .map(|spec| PluginCommandInfo {
+                plugin: spec.plugin,
+                name: spec.name,
+                aliases: spec.aliases,
+                description: spec.description,
+                args_hint: spec.args_hint,
+                category: spec.category,
+            })
+            .collect()
     }
 
     /// The skins the session's plugins provide (from their skin world or
     /// their package's `skins/` directory).
     pub fn plugin_skins(&self) -> Vec<PluginSkinInfo> {
-        Vec::new()
+        self.plugin_skins
+            .iter()
+            .map(|skin| PluginSkinInfo {
+                plugin: skin.plugin.clone(),
+                name: skin.name.clone(),
+                yaml: skin.yaml.clone(),
+            })
+            .collect()
     }
 
-    /// Runs a plugin's slash command; the text is shown to the user.
-    pub async fn run_plugin_command(&self, name: &str, _args: &str) -> Result<String, OpsError> {
-        Err(OpsError(format!(
-            "no plugin provides /{name} in this session"
-        )))
+    /// Runs a plugin's slash command (by name or alias); the text is shown
+    /// to the user. A failing or crashing command is an error, never a crash.
+    pub async fn run_plugin_command(&self, name: &str, args: &str) -> Result<String, OpsError> {
+        let commands = self
+            .plugin_commands
+            .as_ref()
+            .ok_or_else(|| OpsError(format!("no plugin provides /{name} in this session")))?;
+        let session = talaria_kernel::HookSession {
+            session_id: &self.conversation.session_id,
+            model: &self.primary.model,
+        };
+        commands
+            .run(name, args, session)
+            .await
+            .map_err(|e| OpsError(e.to_string()))
     }
 
     /// Recent stored sessions, most recently active first.

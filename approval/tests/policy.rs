@@ -252,11 +252,15 @@ async fn yolo_can_be_switched_off_and_on_during_a_session() {
     let user = Fake::new(Decision::Deny);
     policy.set_yolo(false);
     assert!(!policy.yolo());
-    let denied = policy.check("s1", "terminal", DANGEROUS, false, &user).await;
+    let denied = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
     assert!(denied.is_err());
     assert_eq!(user.asks(), 1);
     policy.set_yolo(true);
-    let approval = policy.check("s1", "terminal", DANGEROUS, false, &user).await;
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
     assert_eq!(approval, Ok(Approval::Yolo));
     assert_eq!(user.asks(), 1);
 }

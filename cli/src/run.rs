@@ -67,10 +67,16 @@ async fn settings(args: &RunArgs, home: &ProfileHome) -> Result<Settings, Status
 
 /// Cancels `token` on Ctrl-C; a second Ctrl-C ends the process at once.
 fn cancel_on_ctrl_c(token: CancellationToken) {
+    // Registered before the task runs, so an early Ctrl-C is never the default kill.
+    let Ok(mut interrupts) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+    else {
+        return;
+    };
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if interrupts.recv().await.is_some() {
             token.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupts.recv().await.is_some() {
                 std::process::exit(130);
             }
         }

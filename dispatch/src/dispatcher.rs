@@ -162,7 +162,9 @@ impl Dispatcher {
 
     /// The toolset a visible tool belongs to.
     pub fn toolset_of(&self, tool: &str) -> Option<&str> {
-        self.tools.get(tool).map(|routed| routed.entry.toolset.as_str())
+        self.tools
+            .get(tool)
+            .map(|routed| routed.entry.toolset.as_str())
     }
 
     /// The toolsets at least one visible tool belongs to.

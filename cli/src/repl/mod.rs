@@ -14,6 +14,7 @@ use talaria_commands::{
 };
 use talaria_kernel::{CancellationToken, Exit};
 use talaria_tui::SkinCatalog;
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::args::RunArgs;
 use crate::exit::{Status, explain, usage_error};
@@ -28,9 +29,14 @@ type TurnSlot = Arc<Mutex<Option<CancellationToken>>>;
 /// At the prompt the line editor reads Ctrl-C itself (raw mode).
 fn watch_ctrl_c() -> TurnSlot {
     let slot: TurnSlot = Arc::default();
+    // Registered now, not when the task first runs: a Ctrl-C before that
+    // would otherwise kill the process.
+    let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+        return slot;
+    };
     let watched = slot.clone();
     tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
+        while interrupts.recv().await.is_some() {
             let Ok(running) = watched.lock() else {
                 continue;
             };

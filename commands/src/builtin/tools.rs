@@ -102,7 +102,7 @@ pub(super) async fn plugins(ctx: &mut Context<'_>, _: Invocation) -> Reply {
                 "  {:<18} {:<9} {:<12} {}",
                 p.manifest.name,
                 p.manifest.version.to_string(),
-                format!("{:?}", p.source).to_lowercase(),
+                p.source.to_string(),
                 provides.join(", ")
             )
         })
