@@ -1,33 +1,19 @@
-//! Renders the loop's events: human progress on stderr (and streamed text on
-//! stdout in chat mode), or JSON lines on stdout.
+//! Renders a one-shot run's events: human progress on stderr (the answer is
+//! printed at the end), or JSON lines on stdout. The REPL has its own view.
 
 use std::io::Write;
-use std::sync::Mutex;
 
-use talaria_kernel::{AgentEvent, EventSink, StreamEvent};
+use talaria_kernel::{AgentEvent, EventSink};
 
 /// How events are shown.
 pub enum Renderer {
     /// One JSON object per line on stdout.
     Json,
-    /// Progress lines on stderr; streamed answer text on stdout if `stream_text`.
-    Human {
-        /// Print text deltas as they arrive (chat) instead of the final answer at the end.
-        stream_text: bool,
-        /// Whether the current stdout line has unterminated streamed text.
-        open_line: Mutex<bool>,
-    },
+    /// Progress lines on stderr.
+    Human,
 }
 
 impl Renderer {
-    /// A human renderer.
-    pub fn human(stream_text: bool) -> Self {
-        Renderer::Human {
-            stream_text,
-            open_line: Mutex::new(false),
-        }
-    }
-
     /// Prints a JSON line; errors writing to a closed pipe are ignored on purpose.
     pub fn json_line(value: &impl serde::Serialize) {
         if let Ok(line) = serde_json::to_string(value) {
@@ -36,45 +22,22 @@ impl Renderer {
             let _ = out.flush();
         }
     }
+}
 
-    /// Ends a streamed line so following output starts on a fresh line.
-    pub fn finish_line(&self) {
-        if let Renderer::Human { open_line, .. } = self
-            && let Ok(mut open) = open_line.lock()
-            && *open
-        {
-            println!();
-            *open = false;
-        }
-    }
-
-    fn progress(&self, line: &str) {
-        self.finish_line();
-        eprintln!("{line}");
-    }
+fn progress(line: &str) {
+    eprintln!("{line}");
 }
 
 impl EventSink for Renderer {
     fn emit(&self, event: AgentEvent) {
-        let stream_text = match self {
-            Renderer::Json => return Self::json_line(&event),
-            Renderer::Human { stream_text, .. } => *stream_text,
-        };
+        if let Renderer::Json = self {
+            return Self::json_line(&event);
+        }
         match event {
-            AgentEvent::Stream(StreamEvent::TextDelta { text }) if stream_text => {
-                if let Renderer::Human { open_line, .. } = self
-                    && let Ok(mut open) = open_line.lock()
-                {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(text.as_bytes());
-                    let _ = out.flush();
-                    *open = !text.ends_with('\n');
-                }
-            }
             AgentEvent::ToolStarted {
                 name, arguments, ..
             } => {
-                self.progress(&format!("  → {name} {}", preview(&arguments, 80)));
+                progress(&format!("  → {name} {}", preview(&arguments, 80)));
             }
             AgentEvent::ToolFinished {
                 name,
@@ -88,39 +51,47 @@ impl EventSink for Renderer {
                 } else {
                     format!("  ✓ {name} ({duration_ms} ms)")
                 };
-                self.progress(&line);
+                progress(&line);
             }
-            AgentEvent::Retrying {
-                attempt,
-                delay_ms,
-                error,
-            } => self.progress(&format!(
-                "  ! {error}; retry {attempt} in {:.1} s",
-                delay_ms as f64 / 1000.0
-            )),
-            AgentEvent::FallbackActivated { from, to, error } => {
-                self.progress(&format!("  ! {from} failed ({error}); switching to {to}"));
+            other => {
+                if let Some(line) = status_line(&other) {
+                    progress(&line);
+                }
             }
-            AgentEvent::BudgetWarning { exhausted } => self.progress(&format!(
-                "  ! {exhausted} exhausted: one last response, then a summary"
-            )),
-            AgentEvent::Warning { message } => self.progress(&format!("  ! {message}")),
-            AgentEvent::Compressed {
-                to_session,
-                tokens_before,
-                tokens_after,
-                ..
-            } => self.progress(&format!(
-                "  ~ context compressed: ~{tokens_before} → ~{tokens_after} tokens (continues as session {to_session})"
-            )),
-            AgentEvent::ModelRequest { .. }
-            | AgentEvent::Usage { .. }
-            | AgentEvent::Final { .. }
-            | AgentEvent::Stream(_) => {}
         }
     }
 }
 
+/// The line for a retry, fallback, budget, warning or compression event;
+/// `None` for the other events (each surface shows those its own way).
+pub fn status_line(event: &AgentEvent) -> Option<String> {
+    Some(match event {
+        AgentEvent::Retrying {
+            attempt,
+            delay_ms,
+            error,
+        } => format!(
+            "  ! {error}; retry {attempt} in {:.1} s",
+            *delay_ms as f64 / 1000.0
+        ),
+        AgentEvent::FallbackActivated { from, to, error } => {
+            format!("  ! {from} failed ({error}); switching to {to}")
+        }
+        AgentEvent::BudgetWarning { exhausted } => {
+            format!("  ! {exhausted} exhausted: one last response, then a summary")
+        }
+        AgentEvent::Warning { message } => format!("  ! {message}"),
+        AgentEvent::Compressed {
+            to_session,
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!(
+            "  ~ context compressed: ~{tokens_before} → ~{tokens_after} tokens (continues as session {to_session})"
+        ),
+        _ => return None,
+    })
+}
 /// The first `max` characters of `text` on one line.
 fn preview(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");

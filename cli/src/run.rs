@@ -12,9 +12,10 @@ use talaria_kernel::{CancellationToken, Exit};
 use crate::args::{ModelArgs, RunArgs};
 use crate::exit::{Status, explain, usage_error};
 use crate::render::Renderer;
-use crate::repl::Repl;
 use crate::repl::view::View;
+use crate::repl::{ArgSnapshot, CompletionSource, LineReader, Repl};
 use crate::setup;
+use talaria_commands::{BUILTINS, Registry, Surfaces};
 
 /// Loads the profile's environment layer and config, reporting errors as usage errors.
 pub fn load_profile(home: &ProfileHome) -> Result<(EnvLayer, ConfigFile), String> {
@@ -103,9 +104,9 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Ok(resume) => resume,
         Err(status) => return status,
     };
-    let chat = args.query.is_none() && std::io::stdin().is_terminal();
+    let interactive_chat = args.query.is_none() && std::io::stdin().is_terminal();
     // The REPL's view exists before the agent: its approver pauses the spinner.
-    let view = chat.then(|| {
+    let view = interactive_chat.then(|| {
         let display = &settings.config.display;
         let (skins, _) = crate::skins::catalog(&home, Vec::new());
         View::new(
@@ -123,6 +124,9 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         approver,
         resume: resume.clone(),
     };
+    if let Some(view) = view {
+        return chat(view, settings, home, cwd, args, options).await;
+    }
     let mut agent = match Agent::build(&settings, &home, options).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
@@ -137,20 +141,6 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
                 eprintln!("  {line}");
             }
         }
-    }
-    if let Some(view) = view {
-        let (skins, warnings) = crate::skins::catalog(&home, agent.plugin_skins());
-        for warning in warnings {
-            view.notice(&format!("note: {warning}"));
-        }
-        let (skin, problem) = skins.resolve_or_default(&settings.config.display.skin);
-        if let Some(problem) = problem {
-            view.error(&format!("{problem}; using the default skin"));
-        }
-        view.set_skin(skin);
-        return Repl::new(agent, settings, home, cwd, args, skins, view)
-            .run()
-            .await;
     }
     // Not a terminal: the prompt is -q or all of stdin.
     let prompt = match &args.query {
@@ -169,6 +159,66 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     let status = one_shot(&mut agent, &prompt, &args, &settings, &home).await;
     agent.end_session().await;
     status
+}
+
+/// The REPL. The prompt is shown while the agent is built (plugins, store,
+/// knowledge), so typing starts at once; a line typed meanwhile waits for it.
+async fn chat(
+    view: Arc<View>,
+    settings: Settings,
+    home: ProfileHome,
+    cwd: std::path::PathBuf,
+    args: RunArgs,
+    options: AgentOptions,
+) -> Status {
+    let completion = Arc::new(std::sync::Mutex::new(CompletionSource {
+        registry: Registry::new(BUILTINS, Surfaces::CLI),
+        values: ArgSnapshot::default(),
+    }));
+    let mut reader = match LineReader::new(home.history_file(), completion.clone()) {
+        Ok(reader) => reader,
+        Err(error) => return usage_error(&format!("cannot start the line editor: {error}")),
+    };
+    view.banner(&settings.primary.model);
+    let (plain, styled) = view.prompt();
+    let first_read = tokio::task::spawn_blocking(move || {
+        let read = reader.read(&plain, &styled);
+        (reader, read)
+    });
+    let built = Agent::build(&settings, &home, options).await;
+    let Ok((reader, first)) = first_read.await else {
+        return usage_error("the line editor stopped unexpectedly");
+    };
+    let agent = match built {
+        Ok(agent) => agent,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    for notice in agent.notices() {
+        view.notice(&format!("note: {notice}"));
+    }
+    if let Some(id) = &options_resume(&agent, &args) {
+        view.notice(&format!("Resuming session {id}"));
+        if let Some(recap) = agent.recap() {
+            view.notice(&recap);
+        }
+    }
+    let (skins, warnings) = crate::skins::catalog(&home, agent.plugin_skins());
+    for warning in warnings {
+        view.notice(&format!("note: {warning}"));
+    }
+    let (skin, problem) = skins.resolve_or_default(&settings.config.display.skin);
+    if let Some(problem) = problem {
+        view.error(&format!("{problem}; using the default skin"));
+    }
+    view.set_skin(skin);
+    Repl::new(agent, settings, home, cwd, args, skins, view, completion)
+        .run(reader, Some(first))
+        .await
+}
+
+/// The session being resumed, when `--continue`/`--resume` asked for one.
+fn options_resume(agent: &Agent, args: &RunArgs) -> Option<String> {
+    (args.continue_latest || args.resume.is_some()).then(|| agent.session_id().to_owned())
 }
 
 /// The stored session `--continue` or `--resume` names, if any.
@@ -207,7 +257,7 @@ async fn one_shot(
     let renderer = if args.json {
         Renderer::Json
     } else {
-        Renderer::human(false)
+        Renderer::Human
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());

@@ -17,8 +17,8 @@ use talaria_tui::SkinCatalog;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::args::RunArgs;
-use crate::exit::{Status, explain, usage_error};
-use input::{ArgSnapshot, CompletionSource, Input, LineReader};
+use crate::exit::{Status, explain};
+pub use input::{ArgSnapshot, CompletionSource, Input, LineReader};
 use view::View;
 
 /// The running turn's cancel token, shared with the Ctrl-C watcher.
@@ -67,6 +67,7 @@ pub struct Repl {
 
 impl Repl {
     /// Wraps a built agent.
+    #[allow(clippy::too_many_arguments)] // each is a distinct part of the REPL's state, moved in once
     pub fn new(
         agent: Agent,
         settings: Settings,
@@ -75,12 +76,9 @@ impl Repl {
         args: RunArgs,
         skins: SkinCatalog,
         view: Arc<View>,
+        completion: Arc<Mutex<CompletionSource>>,
     ) -> Self {
         let registry = registry_for(&agent, Surfaces::CLI);
-        let completion = Arc::new(Mutex::new(CompletionSource {
-            registry: registry.clone(),
-            values: ArgSnapshot::default(),
-        }));
         let mut repl = Self {
             home,
             cwd,
@@ -97,18 +95,24 @@ impl Repl {
         repl
     }
 
-    /// Runs until the user quits.
-    pub async fn run(mut self) -> Status {
-        self.view.banner(&self.agent);
-        let mut reader = match LineReader::new(self.home.history_file(), self.completion.clone()) {
-            Ok(reader) => reader,
-            Err(error) => return usage_error(&format!("cannot start the line editor: {error}")),
-        };
+    /// Runs until the user quits; `first` is what was typed while the agent
+    /// was being built, if anything.
+    pub async fn run(
+        mut self,
+        mut reader: LineReader,
+        first: Option<rustyline::Result<Input>>,
+    ) -> Status {
         let turn = watch_ctrl_c();
         let mut interrupted_once = false;
+        let mut first = first;
         loop {
-            let (plain, styled) = self.view.prompt();
-            let read = tokio::task::block_in_place(|| reader.read(&plain, &styled));
+            let read = match first.take() {
+                Some(read) => read,
+                None => {
+                    let (plain, styled) = self.view.prompt();
+                    tokio::task::block_in_place(|| reader.read(&plain, &styled))
+                }
+            };
             let line = match read {
                 Ok(Input::Line(line)) => line,
                 Ok(Input::Interrupted) => {

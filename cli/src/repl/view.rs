@@ -5,7 +5,6 @@
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use talaria_agent::Agent;
 use talaria_commands::Reply;
 use talaria_kernel::{AgentEvent, EventSink, StreamEvent};
 use talaria_tui::{MarkdownStream, Role, Skin, Spinner, format_tool_line, key_argument};
@@ -84,17 +83,15 @@ impl View {
     }
 
     /// The banner, greeting and a line about the session.
-    pub fn banner(&self, agent: &Agent) {
+    pub fn banner(&self, model: &str) {
         let state = self.state();
         let skin = &state.skin;
         let mut out = std::io::stderr().lock();
         let _ = write!(out, "{}", skin.welcome(self.color));
         let line = format!(
-            "{} {} · {} · session {}",
+            "{} {} · {model}",
             skin.agent_name,
             env!("CARGO_PKG_VERSION"),
-            agent.model().model,
-            agent.session_id()
         );
         let _ = writeln!(out, "{}", skin.paint(Role::Accent, &line, self.color));
         let hint = "/help lists commands · Tab completes · Alt-Enter or a trailing \\ continues a line · Ctrl-C interrupts · Ctrl-D exits";
@@ -338,31 +335,8 @@ impl EventSink for View {
                 duration_ms,
             } => self.tool_finished(state, &id, &name, &content, is_error, duration_ms),
             other => {
-                let line = match other {
-                    AgentEvent::Retrying {
-                        attempt,
-                        delay_ms,
-                        error,
-                    } => format!(
-                        "  ! {error}; retry {attempt} in {:.1} s",
-                        delay_ms as f64 / 1000.0
-                    ),
-                    AgentEvent::FallbackActivated { from, to, error } => {
-                        format!("  ! {from} failed ({error}); switching to {to}")
-                    }
-                    AgentEvent::BudgetWarning { exhausted } => {
-                        format!("  ! {exhausted} exhausted: one last response, then a summary")
-                    }
-                    AgentEvent::Warning { message } => format!("  ! {message}"),
-                    AgentEvent::Compressed {
-                        to_session,
-                        tokens_before,
-                        tokens_after,
-                        ..
-                    } => format!(
-                        "  ~ context compressed: ~{tokens_before} → ~{tokens_after} tokens (continues as session {to_session})"
-                    ),
-                    _ => return,
+                let Some(line) = crate::render::status_line(&other) else {
+                    return;
                 };
                 self.settle(state);
                 eprintln!("{}", state.skin.paint(Role::Warning, &line, self.color));
