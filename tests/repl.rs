@@ -279,3 +279,75 @@ fn a_pipe_gets_plain_text_without_colours_or_spinner() {
         "no escape codes on a pipe"
     );
 }
+
+#[test]
+fn commands_json_derives_from_the_registry_with_plugin_commands_and_skills() {
+    let home = Home::new();
+    common::install_test_plugin(&home, "commands-probe");
+    home.write_config(
+        "model:\n  provider: openai\n  name: test-model\n  base_url: http://127.0.0.1:9/v1\n",
+    );
+    let skill = home.path().join("skills/general/wave-hello");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: wave-hello\ndescription: Wave at the user.\n---\n\nWave.\n",
+    )
+    .unwrap();
+    let mut command = home.talaria(&["commands", "--json"]);
+    command.env("TALARIA_API_KEY", "sk-test");
+    let output = common::run(command);
+    common::assert_code(&output, 0);
+    let listed: serde_json::Value = serde_json::from_str(&common::stdout(&output)).unwrap();
+    let find = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("/{name} missing from {listed}"))
+    };
+    assert_eq!(find("model")["usage"], "/model [name] [--now]");
+    assert_eq!(find("echo-args")["source"], "plugin:commands-probe");
+    assert_eq!(find("wave-hello")["source"], "skill");
+    // The gateway's menu leaves terminal-only commands out.
+    let mut gateway = home.talaria(&["commands", "--json", "--surface", "gateway"]);
+    gateway.env("TALARIA_API_KEY", "sk-test");
+    let gateway = common::stdout(&common::run(gateway));
+    assert!(
+        !gateway.contains("\"clear\"") && gateway.contains("\"usage\""),
+        "{gateway}"
+    );
+}
+
+#[test]
+fn skins_are_listed_chosen_and_a_broken_one_is_reported_with_its_line() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join("skins")).unwrap();
+    std::fs::write(
+        home.path().join("skins/broken.yaml"),
+        "agent_name: Broken\ncolors:\n  accent: blurple\n",
+    )
+    .unwrap();
+    let list = common::run(home.talaria(&["skin", "list"]));
+    common::assert_code(&list, 0);
+    let out = common::stdout(&list);
+    for name in ["default", "mono", "ocean", "ember", "broken"] {
+        assert!(out.contains(name), "{name} missing:\n{out}");
+    }
+    let problem = format!("{}{}", out, common::stderr(&list));
+    assert!(
+        problem.contains("broken.yaml:3") && problem.contains("colors.accent"),
+        "{problem}"
+    );
+    let refused = common::run(home.talaria(&["skin", "use", "broken"]));
+    common::assert_code(&refused, 2);
+    assert!(
+        common::stderr(&refused).contains("blurple"),
+        "{}",
+        common::stderr(&refused)
+    );
+    common::assert_code(&common::run(home.talaria(&["skin", "use", "ocean"])), 0);
+    assert!(home.read("config.yaml").contains("skin: ocean"));
+}
