@@ -85,7 +85,7 @@ fn skills_are_listed_viewed_and_written() {
         "the skill corpus is missing: {} (set TALARIA_SHARED_DIR to the shared directory)",
         fixtures.display()
     );
-    copy_dir(&fixtures, &home.path().join("skills/anthropic"));
+    common::copy_dir(&fixtures, &home.path().join("skills/anthropic"));
     let work = home.workdir();
     let skill = "---\nname: release-notes\ndescription: Write release notes from the git log\n---\n\nRun git log and group by type.\n";
     let server = ScriptedServer::spawn(Script::new([
@@ -170,17 +170,4 @@ fn context_files_join_the_prompt_unless_they_trip_a_rule() {
         "{}",
         stderr(&output)
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

@@ -91,6 +91,7 @@ pub struct Agent {
     pub(crate) tools: Arc<Dispatcher>,
     pub(crate) knowledge: Knowledge,
     pub(crate) primary: ModelSettings,
+    pub(crate) surface: Surface,
     pub(crate) plugin_commands: Option<talaria_plugin_host::PluginCommands>,
     pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
 }
@@ -285,6 +286,7 @@ impl Agent {
             tools,
             knowledge,
             primary: settings.primary.clone(),
+            surface,
             plugin_commands: plugins.commands,
             plugin_skins: plugins.skins,
         })

@@ -260,6 +260,17 @@ pub fn set(path: &Path, key: &str, raw: &str, env: &EnvLayer) -> Result<(), Conf
     std::fs::rename(&temp, path).map_err(io)
 }
 
+/// A config value as the user reads it: strings bare, everything else as YAML.
+pub fn to_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_yaml_ng::to_string(other)
+            .unwrap_or_default()
+            .trim_end()
+            .to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

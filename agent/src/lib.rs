@@ -26,7 +26,7 @@ pub use env::EnvLayer;
 pub use home::ProfileHome;
 pub use knowledge::SkillSummary;
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
-pub use session_ops::{
-    OpsError, PluginCommandInfo, PluginSkinInfo, SessionUsage, ToolSummary, Undone,
-};
+pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
+/// The plugin types surfaces see through the agent.
+pub use talaria_plugin_host::{PluginCommandSpec, PluginSkin};

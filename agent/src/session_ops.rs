@@ -3,6 +3,7 @@
 
 use talaria_kernel::compress::SUMMARY_PREFIX;
 use talaria_kernel::{Role, Usage};
+use talaria_plugin_host::{PluginCommandSpec, PluginCommands, PluginSkin};
 use talaria_store::{ListQuery, SessionSummary};
 
 use crate::agent::Agent;
@@ -31,34 +32,6 @@ pub struct ToolSummary {
     pub summary: String,
     /// The toolset it belongs to.
     pub toolset: String,
-}
-
-/// A plugin's slash command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginCommandInfo {
-    /// The plugin.
-    pub plugin: String,
-    /// Name without the slash.
-    pub name: String,
-    /// Other names.
-    pub aliases: Vec<String>,
-    /// One line for `/help`.
-    pub description: String,
-    /// Usage after the name.
-    pub args_hint: String,
-    /// `/help` group.
-    pub category: String,
-}
-
-/// A plugin's skin, as YAML.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginSkinInfo {
-    /// The plugin.
-    pub plugin: String,
-    /// The skin's name.
-    pub name: String,
-    /// Its definition.
-    pub yaml: String,
 }
 
 /// What `/undo` removed.
@@ -143,7 +116,7 @@ impl Agent {
         db.ensure_session(&talaria_store::NewSession {
             id: session.clone(),
             title: None,
-            source: "cli".into(),
+            source: self.surface.name().to_owned(),
             model: self.primary.model.clone(),
             cwd: Some(self.tools.cwd().display().to_string()),
             parent_session_id: None,
@@ -203,35 +176,17 @@ impl Agent {
     }
 
     /// The slash commands the session's plugins provide.
-    pub fn plugin_commands(&self) -> Vec<PluginCommandInfo> {
-        let Some(commands) = &self.plugin_commands else {
-            return Vec::new();
-        };
-        commands
-            .specs()
-            .into_iter()
-            .map(|spec| PluginCommandInfo {
-                plugin: spec.plugin,
-                name: spec.name,
-                aliases: spec.aliases,
-                description: spec.description,
-                args_hint: spec.args_hint,
-                category: spec.category,
-            })
-            .collect()
+    pub fn plugin_commands(&self) -> Vec<PluginCommandSpec> {
+        self.plugin_commands
+            .as_ref()
+            .map(PluginCommands::specs)
+            .unwrap_or_default()
     }
 
     /// The skins the session's plugins provide (from their skin world or
     /// their package's `skins/` directory).
-    pub fn plugin_skins(&self) -> Vec<PluginSkinInfo> {
-        self.plugin_skins
-            .iter()
-            .map(|skin| PluginSkinInfo {
-                plugin: skin.plugin.clone(),
-                name: skin.name.clone(),
-                yaml: skin.yaml.clone(),
-            })
-            .collect()
+    pub fn plugin_skins(&self) -> &[PluginSkin] {
+        &self.plugin_skins
     }
 
     /// Runs a plugin's slash command (by name or alias); the text is shown

@@ -1,21 +1,11 @@
 //! `talaria config show|get|set|path`.
 
-use talaria_agent::config_edit::{effective, get, set};
+use talaria_agent::config_edit::{effective, get, set, to_text};
 use talaria_agent::{EnvLayer, ProfileHome};
 
 use crate::args::ConfigCommand;
 use crate::exit::{Status, usage_error};
 use crate::run::load_profile;
-
-fn yaml(value: &serde_yaml_ng::Value) -> String {
-    match value {
-        serde_yaml_ng::Value::String(s) => s.clone(),
-        other => serde_yaml_ng::to_string(other)
-            .unwrap_or_default()
-            .trim_end()
-            .to_owned(),
-    }
-}
 
 /// Runs one config command.
 pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
@@ -39,7 +29,7 @@ pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
                     Status::Answered
                 }
                 Ok(value) => {
-                    println!("{}", yaml(&value));
+                    println!("{}", to_text(&value));
                     Status::Answered
                 }
                 Err(error) => usage_error(&error.to_string()),

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use talaria_commands::preview;
 use talaria_kernel::{AgentEvent, EventSink};
 
 /// How events are shown.
@@ -91,25 +92,4 @@ pub fn status_line(event: &AgentEvent) -> Option<String> {
         ),
         _ => return None,
     })
-}
-/// The first `max` characters of `text` on one line.
-fn preview(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut cut: String = flat.chars().take(max).collect();
-    cut.push('…');
-    cut
-}
-
-#[cfg(test)]
-mod tests {
-    use super::preview;
-
-    #[test]
-    fn previews_are_single_line_and_bounded() {
-        assert_eq!(preview("a\n  b", 10), "a b");
-        assert_eq!(preview("ééééé", 3), "ééé…");
-    }
 }

@@ -108,7 +108,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     // The REPL's view exists before the agent: its approver pauses the spinner.
     let view = interactive_chat.then(|| {
         let display = &settings.config.display;
-        let (skins, _) = crate::skins::catalog(&home, Vec::new());
+        let (skins, _) = crate::skins::catalog(&home, &[]);
         View::new(
             skins.resolve_or_default(&display.skin).0,
             display.show_reasoning,
@@ -171,8 +171,9 @@ async fn chat(
     args: RunArgs,
     options: AgentOptions,
 ) -> Status {
+    let resume = options.resume.clone();
     let completion = Arc::new(std::sync::Mutex::new(CompletionSource {
-        registry: Registry::new(BUILTINS, Surfaces::CLI),
+        registry: Arc::new(Registry::new(BUILTINS, Surfaces::CLI)),
         values: ArgSnapshot::default(),
     }));
     let mut reader = match LineReader::new(home.history_file(), completion.clone()) {
@@ -196,7 +197,7 @@ async fn chat(
     for notice in agent.notices() {
         view.notice(&format!("note: {notice}"));
     }
-    if let Some(id) = &options_resume(&agent, &args) {
+    if let Some(id) = &resume {
         view.notice(&format!("Resuming session {id}"));
         if let Some(recap) = agent.recap() {
             view.notice(&recap);
@@ -214,11 +215,6 @@ async fn chat(
     Repl::new(agent, settings, home, cwd, args, skins, view, completion)
         .run(reader, Some(first))
         .await
-}
-
-/// The session being resumed, when `--continue`/`--resume` asked for one.
-fn options_resume(agent: &Agent, args: &RunArgs) -> Option<String> {
-    (args.continue_latest || args.resume.is_some()).then(|| agent.session_id().to_owned())
 }
 
 /// The stored session `--continue` or `--resume` names, if any.

@@ -1,20 +1,17 @@
 //! `talaria skin list|use` and the catalog every terminal view draws from:
 //! built-ins, then plugins' skins, then `$TALARIA_HOME/skins/*.yaml`.
 
-use talaria_agent::{EnvLayer, PluginSkinInfo, ProfileHome};
+use talaria_agent::{EnvLayer, PluginSkin, ProfileHome};
 use talaria_tui::{SkinCatalog, SkinSource, SkinWarning};
 
 use crate::args::SkinCommand;
 use crate::exit::{Status, usage_error};
 
 /// The skins of a profile, with what was wrong with any of them.
-pub fn catalog(
-    home: &ProfileHome,
-    plugin_skins: Vec<PluginSkinInfo>,
-) -> (SkinCatalog, Vec<SkinWarning>) {
+pub fn catalog(home: &ProfileHome, plugin_skins: &[PluginSkin]) -> (SkinCatalog, Vec<SkinWarning>) {
     let sources = plugin_skins
-        .into_iter()
-        .map(|skin| SkinSource::new(format!("plugin {}", skin.plugin), skin.name, skin.yaml))
+        .iter()
+        .map(|skin| SkinSource::new(format!("plugin {}", skin.plugin), &*skin.name, &*skin.yaml))
         .collect();
     SkinCatalog::load(Some(&home.skins_dir()), sources)
 }
@@ -22,7 +19,7 @@ pub fn catalog(
 /// Runs a `skin` subcommand. Plugin skins are listed by the REPL's `/skin`,
 /// which has the session's plugins loaded.
 pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
-    let (skins, warnings) = catalog(home, Vec::new());
+    let (skins, warnings) = catalog(home, &[]);
     for warning in &warnings {
         eprintln!("note: {warning}");
     }

@@ -9,8 +9,8 @@ mod invocation;
 mod registry;
 mod spec;
 
-pub use builtin::BUILTINS;
+pub use builtin::{BUILTINS, preview};
 pub use context::{Context, Effect, Pending, Reply};
 pub use invocation::{Invocation, parse_args, split_command};
-pub use registry::{ArgValues, ExternalCommand, Registry, SkillCommand};
+pub use registry::{ArgValues, Registry, SkillCommand};
 pub use spec::{ArgKind, ArgSpec, Builtin, BuiltinFn, Command, Handler, Surfaces};

@@ -5,27 +5,11 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use talaria_agent::PluginCommandSpec;
 
 use crate::context::{Context, Reply};
 use crate::invocation::{parse_args, split_command};
 use crate::spec::{ArgKind, Builtin, Command, Handler, Surfaces};
-
-/// A plugin's command, as the registry takes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalCommand {
-    /// The plugin providing it.
-    pub plugin: String,
-    /// Name without the slash.
-    pub name: String,
-    /// Other names.
-    pub aliases: Vec<String>,
-    /// One line for `/help`.
-    pub description: String,
-    /// Usage after the name, e.g. `<text>`.
-    pub args_hint: String,
-    /// `/help` group (default "Plugins").
-    pub category: String,
-}
 
 /// A skill offered as `/<skill> request`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +51,7 @@ impl Registry {
 
     /// Adds plugin commands; a name or alias already taken keeps its owner and
     /// the newcomer is left out, with a notice.
-    pub fn add_plugin_commands(&mut self, commands: Vec<ExternalCommand>) -> Vec<String> {
+    pub fn add_plugin_commands(&mut self, commands: Vec<PluginCommandSpec>) -> Vec<String> {
         let mut notices = Vec::new();
         for command in commands {
             if let Some(owner) = self.owner_of(&command.name) {

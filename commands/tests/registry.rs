@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use talaria_agent::{
-    Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, Surface,
+    Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, PluginCommandSpec, ProfileHome, Settings,
+    Surface,
 };
 use talaria_commands::{
-    ArgKind, ArgSpec, ArgValues, BUILTINS, Builtin, Context, Effect, ExternalCommand, Invocation,
-    Pending, Registry, Reply, SkillCommand, Surfaces,
+    ArgKind, ArgSpec, ArgValues, BUILTINS, Builtin, Context, Effect, Invocation, Pending, Registry,
+    Reply, SkillCommand, Surfaces,
 };
 use talaria_kernel::NoEvents;
 
@@ -190,7 +191,7 @@ fn completion_covers_arguments_flags_and_commands() {
 fn plugin_commands_and_skills_join_without_taking_builtin_names() {
     let mut registry = Registry::new(BUILTINS, Surfaces::CLI);
     let notices = registry.add_plugin_commands(vec![
-        ExternalCommand {
+        PluginCommandSpec {
             plugin: "probe".into(),
             name: "echo-args".into(),
             aliases: vec!["ea".into(), "q".into()],
@@ -198,7 +199,7 @@ fn plugin_commands_and_skills_join_without_taking_builtin_names() {
             args_hint: "<text>".into(),
             category: String::new(),
         },
-        ExternalCommand {
+        PluginCommandSpec {
             plugin: "probe".into(),
             name: "model".into(),
             aliases: vec![],

@@ -15,62 +15,44 @@ wasmtime::component::bindgen!({
 pub(crate) use exports::talaria::plugin::tool_provider::{CallContext, ToolError, ToolSpec};
 pub(crate) use talaria::plugin::host_types::HostError;
 
-/// The `hooks-plugin` world's exports.
-pub(crate) mod hooks_world {
-    wasmtime::component::bindgen!({
-        world: "hooks-plugin",
-        path: "../wit/plugin",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
-            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
-            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
-        },
-    });
+/// Bindings for a world that exports one provider and imports what the
+/// `tool-plugin` world already bound (shared types, so values cross freely).
+macro_rules! export_world {
+    ($(#[$doc:meta])* $module:ident, $world:literal) => {
+        $(#[$doc])*
+        pub(crate) mod $module {
+            wasmtime::component::bindgen!({
+                world: $world,
+                path: "../wit/plugin",
+                imports: { default: async },
+                exports: { default: async },
+                with: {
+                    "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+                    "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+                    "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+                    "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+                    "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+                    "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+                    "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+                    "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+                },
+            });
+        }
+    };
 }
 
-/// The `command-plugin` world's exports.
-pub(crate) mod command_world {
-    wasmtime::component::bindgen!({
-        world: "command-plugin",
-        path: "../wit/plugin",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
-            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
-            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
-        },
-    });
-}
-
-/// The `skin-plugin` world's exports.
-pub(crate) mod skin_world {
-    wasmtime::component::bindgen!({
-        world: "skin-plugin",
-        path: "../wit/plugin",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
-            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
-            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
-        },
-    });
-}
+export_world!(
+    /// The `hooks-plugin` world's exports.
+    hooks_world,
+    "hooks-plugin"
+);
+export_world!(
+    /// The `command-plugin` world's exports.
+    command_world,
+    "command-plugin"
+);
+export_world!(
+    /// The `skin-plugin` world's exports.
+    skin_world,
+    "skin-plugin"
+);

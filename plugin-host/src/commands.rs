@@ -307,10 +307,7 @@ impl PluginCommands {
         cwd: &Path,
         surface: impl Into<String>,
     ) -> Result<Self, HostError> {
-        let cwd = cwd.canonicalize().map_err(|source| HostError::Io {
-            path: cwd.to_path_buf(),
-            source,
-        })?;
+        let cwd = crate::host::canonical_cwd(cwd)?;
         let mut entries = Vec::new();
         let mut specs: Vec<PluginCommandSpec> = Vec::new();
         let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();

@@ -232,10 +232,7 @@ impl PluginHooks {
         cwd: &Path,
         surface: impl Into<String>,
     ) -> Result<Self, HostError> {
-        let cwd = cwd.canonicalize().map_err(|source| HostError::Io {
-            path: cwd.to_path_buf(),
-            source,
-        })?;
+        let cwd = crate::host::canonical_cwd(cwd)?;
         let entries = plugins
             .into_iter()
             .filter(|plugin| plugin.inner.hooks_pre.is_some())

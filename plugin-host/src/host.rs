@@ -674,3 +674,11 @@ impl LoadedInner {
         }
     }
 }
+
+/// The session's working directory, resolved once for every plugin placed in it.
+pub(crate) fn canonical_cwd(cwd: &Path) -> Result<PathBuf, HostError> {
+    cwd.canonicalize().map_err(|source| HostError::Io {
+        path: cwd.to_path_buf(),
+        source,
+    })
+}

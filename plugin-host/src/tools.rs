@@ -215,10 +215,7 @@ impl PluginTools {
     /// ignored), with calls running in `cwd` (resolved to its canonical path,
     /// which `$CWD` grants preopen and `call-context.cwd` carries).
     pub fn new(plugins: Vec<LoadedPlugin>, cwd: &Path) -> Result<Self, HostError> {
-        let cwd = cwd.canonicalize().map_err(|source| HostError::Io {
-            path: cwd.to_path_buf(),
-            source,
-        })?;
+        let cwd = crate::host::canonical_cwd(cwd)?;
         let mut entries = Vec::new();
         let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
         let mut specs = Vec::new();

@@ -243,20 +243,22 @@ pub fn tool_results(server: &talaria_testkit::ScriptedServer, index: usize) -> V
 /// any data directories) into the home's plugin directory.
 pub fn install_test_plugin(home: &Home, name: &str) {
     build_plugins();
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
     let built = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/plugins/test")
         .join(name);
     copy_dir(&built, &home.path().join("plugins").join(name));
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

@@ -49,7 +49,7 @@ impl ArgValues for ArgSnapshot {
 #[derive(Debug, Clone)]
 pub struct CompletionSource {
     /// The session's commands.
-    pub registry: Registry,
+    pub registry: Arc<Registry>,
     /// Argument values.
     pub values: ArgSnapshot,
 }

@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use talaria_agent::{Agent, AgentOptions, ProfileHome, Settings, Surface};
-use talaria_commands::{
-    BUILTINS, Context, Effect, ExternalCommand, Pending, Registry, SkillCommand, Surfaces,
-};
+use talaria_commands::{BUILTINS, Context, Effect, Pending, Registry, SkillCommand, Surfaces};
 use talaria_kernel::{CancellationToken, Exit};
 use talaria_tui::SkinCatalog;
 use tokio::signal::unix::{SignalKind, signal};
@@ -59,7 +57,7 @@ pub struct Repl {
     settings: Settings,
     agent: Agent,
     pending: Pending,
-    registry: Registry,
+    registry: Arc<Registry>,
     skins: SkinCatalog,
     view: Arc<View>,
     completion: Arc<Mutex<CompletionSource>>,
@@ -78,7 +76,7 @@ impl Repl {
         view: Arc<View>,
         completion: Arc<Mutex<CompletionSource>>,
     ) -> Self {
-        let registry = registry_for(&agent, Surfaces::CLI);
+        let registry = Arc::new(registry_for(&agent, Surfaces::CLI));
         let mut repl = Self {
             home,
             cwd,
@@ -189,14 +187,13 @@ impl Repl {
                     }
                 };
             }
-            self.refresh_completion();
         }
         self.end().await;
         Status::Answered
     }
 
     async fn command(&mut self, line: &str) -> Effect {
-        let registry = self.registry.clone();
+        let registry = Arc::clone(&self.registry);
         let mut ctx = Context {
             agent: &mut self.agent,
             pending: &mut self.pending,
@@ -260,10 +257,10 @@ impl Repl {
         };
         self.agent.end_session().await;
         self.agent = agent;
-        self.agent.set_yolo(self.args.yolo || self.agent.yolo());
         self.settings = settings;
         self.pending = Pending::default();
-        self.registry = registry_for(&self.agent, Surfaces::CLI);
+        self.registry = Arc::new(registry_for(&self.agent, Surfaces::CLI));
+        self.refresh_completion();
         for notice in self.agent.notices() {
             self.view.notice(&format!("note: {notice}"));
         }
@@ -325,6 +322,7 @@ impl Repl {
         }
     }
 
+    /// Completion data of a (new) session: its commands and argument values.
     fn refresh_completion(&mut self) {
         let values = ArgSnapshot {
             sessions: self
@@ -348,7 +346,7 @@ impl Repl {
             config_keys: config_keys(&self.settings),
         };
         if let Ok(mut source) = self.completion.lock() {
-            source.registry = self.registry.clone();
+            source.registry = Arc::clone(&self.registry);
             source.values = values;
         }
     }
@@ -362,20 +360,8 @@ impl Repl {
 /// The registry of a session: built-ins, the plugins' commands, the skills.
 pub fn registry_for(agent: &Agent, surface: Surfaces) -> Registry {
     let mut registry = Registry::new(BUILTINS, surface);
-    let _ = registry.add_plugin_commands(
-        agent
-            .plugin_commands()
-            .into_iter()
-            .map(|c| ExternalCommand {
-                plugin: c.plugin,
-                name: c.name,
-                aliases: c.aliases,
-                description: c.description,
-                args_hint: c.args_hint,
-                category: c.category,
-            })
-            .collect(),
-    );
+    // Clashes were reported when the plugins loaded.
+    let _ = registry.add_plugin_commands(agent.plugin_commands());
     registry.add_skills(
         agent
             .skills()

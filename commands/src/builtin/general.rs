@@ -1,7 +1,7 @@
 //! General, display and config commands: help, quit, skin, reasoning, config.
 
 use talaria_agent::EnvLayer;
-use talaria_agent::config_edit::{effective, get, set};
+use talaria_agent::config_edit::{effective, get, set, to_text};
 
 use crate::context::{Context, Effect, Reply};
 use crate::invocation::Invocation;
@@ -32,13 +32,10 @@ pub(super) async fn reasoning(_: &mut Context<'_>, invocation: Invocation) -> Re
 }
 
 fn yaml(value: &serde_yaml_ng::Value) -> String {
-    match value {
-        serde_yaml_ng::Value::String(s) => s.clone(),
-        serde_yaml_ng::Value::Null => "(not set)".into(),
-        other => serde_yaml_ng::to_string(other)
-            .unwrap_or_default()
-            .trim_end()
-            .to_owned(),
+    if value.is_null() {
+        "(not set)".into()
+    } else {
+        to_text(value)
     }
 }
 

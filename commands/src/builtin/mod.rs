@@ -5,9 +5,31 @@
 mod general;
 mod model;
 mod session;
+
+pub use session::preview;
 mod tools;
 
+use crate::context::{Effect, Reply};
+use crate::invocation::Invocation;
 use crate::spec::{ArgKind, ArgSpec, Builtin, Surfaces};
+
+/// The answer to a change that reshapes the session (model, provider,
+/// toolsets): it waits for the next session, so the prompt cache stays
+/// valid, unless `--now` asks to apply it at once.
+fn staged(invocation: &Invocation, what: &str) -> Reply {
+    if invocation.has("--now") {
+        Reply::effect(
+            Effect::Reload,
+            format!(
+                "{what} applies now (the conversation continues; the prompt cache starts over)"
+            ),
+        )
+    } else {
+        Reply::text(format!(
+            "{what} applies from the next session (/new), so this session's prompt cache stays valid; add --now to apply it now"
+        ))
+    }
+}
 
 /// Wraps an `async fn(&mut Context, Invocation) -> Reply` as a table handler.
 macro_rules! handler {

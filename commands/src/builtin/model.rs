@@ -3,21 +3,7 @@
 use crate::context::{Context, Effect, Reply};
 use crate::invocation::Invocation;
 
-/// Records a next-session change; with `--now` applies it at once.
-fn staged(invocation: &Invocation, what: &str) -> Reply {
-    if invocation.has("--now") {
-        Reply::effect(
-            Effect::Reload,
-            format!(
-                "switching {what} now (the conversation continues; the prompt cache starts over)"
-            ),
-        )
-    } else {
-        Reply::text(format!(
-            "{what} applies from the next session (/new), so this session's prompt cache stays valid; add --now to switch now"
-        ))
-    }
-}
+use super::staged;
 
 pub(super) async fn model(ctx: &mut Context<'_>, invocation: Invocation) -> Reply {
     let Some(name) = invocation.arg(0) else {

@@ -133,8 +133,9 @@ fn ago(ms: i64) -> String {
     }
 }
 
-/// The first `max` characters of `text` on one line.
-pub(crate) fn preview(text: &str, max: usize) -> String {
+/// The first `max` characters of `text` on one line (whitespace runs become
+/// one space), with `…` when cut.
+pub fn preview(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;

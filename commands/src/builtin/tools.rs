@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use talaria_agent::plugins::{TrustStore, discover};
 
 use super::session::preview;
-use crate::context::{Context, Effect, Reply};
+use crate::context::{Context, Reply};
 use crate::invocation::Invocation;
+
+use super::staged;
 
 pub(super) async fn tools(ctx: &mut Context<'_>, _: Invocation) -> Reply {
     let mut by_toolset: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -59,19 +61,10 @@ pub(super) async fn toolsets(ctx: &mut Context<'_>, invocation: Invocation) -> R
         (Some(action), Some(toolset)) => {
             let on = action == "enable";
             ctx.pending.set_toolset(toolset, on);
-            let what = format!("toolset {toolset} {}", if on { "on" } else { "off" });
-            if invocation.has("--now") {
-                Reply::effect(
-                    Effect::Reload,
-                    format!(
-                        "{what} now (the conversation continues; the prompt cache starts over)"
-                    ),
-                )
-            } else {
-                Reply::text(format!(
-                    "{what} from the next session (/new), so this session's prompt cache stays valid; add --now to apply now"
-                ))
-            }
+            staged(
+                &invocation,
+                &format!("toolset {toolset} {}", if on { "on" } else { "off" }),
+            )
         }
     }
 }

@@ -131,52 +131,49 @@ pub mod hooks_bindings {
     });
 }
 
-/// The bindings `wit_bindgen` generates for the `command-plugin` world. Its
-/// host imports are those of [`bindings`] and its types those of
-/// [`hooks_bindings`], so one crate can export tools, hooks and commands.
-#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
-pub mod command_bindings {
-    wit_bindgen::generate!({
-        world: "command-plugin",
-        path: "../../wit/plugin",
-        pub_export_macro: true,
-        export_macro_name: "__export_command_plugin",
-        default_bindings_module: "::talaria_plugin_sdk::command_bindings",
-        with: {
-            "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
-            "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
-            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
-        },
-    });
+/// Bindings for a world exporting one provider whose host imports are those
+/// of [`bindings`] and whose types are those of [`hooks_bindings`], so one
+/// crate can export tools, hooks, commands and skins together.
+macro_rules! export_world {
+    ($(#[$doc:meta])* $module:ident, $world:literal, $export_macro:literal, $path:literal) => {
+        $(#[$doc])*
+        #[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+        pub mod $module {
+            wit_bindgen::generate!({
+                world: $world,
+                path: "../../wit/plugin",
+                pub_export_macro: true,
+                export_macro_name: $export_macro,
+                default_bindings_module: $path,
+                with: {
+                    "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
+                    "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
+                    "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
+                    "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
+                    "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
+                    "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
+                    "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
+                    "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
+                },
+            });
+        }
+    };
 }
 
-/// The bindings `wit_bindgen` generates for the `skin-plugin` world (host
-/// imports and types shared like [`command_bindings`]).
-#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
-pub mod skin_bindings {
-    wit_bindgen::generate!({
-        world: "skin-plugin",
-        path: "../../wit/plugin",
-        pub_export_macro: true,
-        export_macro_name: "__export_skin_plugin",
-        default_bindings_module: "::talaria_plugin_sdk::skin_bindings",
-        with: {
-            "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
-            "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
-            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
-        },
-    });
-}
+export_world!(
+    /// The bindings `wit_bindgen` generates for the `command-plugin` world.
+    command_bindings,
+    "command-plugin",
+    "__export_command_plugin",
+    "::talaria_plugin_sdk::command_bindings"
+);
+export_world!(
+    /// The bindings `wit_bindgen` generates for the `skin-plugin` world.
+    skin_bindings,
+    "skin-plugin",
+    "__export_skin_plugin",
+    "::talaria_plugin_sdk::skin_bindings"
+);
 
 pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
 pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};
