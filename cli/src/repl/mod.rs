@@ -98,11 +98,10 @@ impl Repl {
     pub async fn run(
         mut self,
         mut reader: LineReader,
-        first: Option<rustyline::Result<Input>>,
+        mut first: Option<rustyline::Result<Input>>,
     ) -> Status {
         let turn = watch_ctrl_c();
         let mut interrupted_once = false;
-        let mut first = first;
         loop {
             let read = match first.take() {
                 Some(read) => read,
@@ -132,7 +131,7 @@ impl Repl {
             if input.is_empty() {
                 continue;
             }
-            let mut next = if Registry::is_command(input) {
+            let effect = if Registry::is_command(input) {
                 self.command(input).await
             } else {
                 // `//text` sends `/text`.
@@ -141,55 +140,45 @@ impl Repl {
                     .map_or(input.to_owned(), |t| format!("/{t}"));
                 Effect::Send(text)
             };
-            // A command may send a message (/retry, skills), which ends in None.
-            loop {
-                next = match next {
-                    Effect::None => break,
-                    Effect::Send(text) => {
-                        self.turn(&text, &turn).await;
-                        Effect::None
-                    }
-                    Effect::Quit => {
-                        self.end().await;
-                        return Status::Answered;
-                    }
-                    Effect::NewSession => {
-                        self.rebuild(None).await;
-                        Effect::None
-                    }
-                    Effect::ClearAndNewSession => {
-                        self.view.clear_screen();
-                        self.rebuild(None).await;
-                        Effect::None
-                    }
-                    Effect::Resume(id) => {
-                        self.rebuild(Some(id)).await;
-                        Effect::None
-                    }
-                    Effect::Reload => {
-                        let id = self.agent.session_id().to_owned();
-                        self.rebuild(Some(id)).await;
-                        Effect::None
-                    }
-                    Effect::Skin(name) => {
-                        self.skin(name.as_deref());
-                        Effect::None
-                    }
-                    Effect::Reasoning(show) => {
-                        let show = show.unwrap_or(!self.view.shows_reasoning());
-                        self.view.set_reasoning(show);
-                        self.view.notice(if show {
-                            "reasoning shown"
-                        } else {
-                            "reasoning hidden"
-                        });
-                        Effect::None
-                    }
-                };
+            if self.apply(effect, &turn).await {
+                return Status::Answered;
             }
         }
         self.end().await;
         Status::Answered
+    }
+
+    /// Does what a command (or a typed line) asks; `true` when the REPL ends.
+    async fn apply(&mut self, effect: Effect, turn: &TurnSlot) -> bool {
+        match effect {
+            Effect::None => {}
+            Effect::Send(text) => self.turn(&text, turn).await,
+            Effect::Quit => {
+                self.end().await;
+                return true;
+            }
+            Effect::NewSession => self.rebuild(None).await,
+            Effect::ClearAndNewSession => {
+                self.view.clear_screen();
+                self.rebuild(None).await;
+            }
+            Effect::Resume(id) => self.rebuild(Some(id)).await,
+            Effect::Reload => {
+                let id = self.agent.session_id().to_owned();
+                self.rebuild(Some(id)).await;
+            }
+            Effect::Skin(name) => self.skin(name.as_deref()),
+            Effect::Reasoning(show) => {
+                let show = show.unwrap_or(!self.view.shows_reasoning());
+                self.view.set_reasoning(show);
+                self.view.notice(if show {
+                    "reasoning shown"
+                } else {
+                    "reasoning hidden"
+                });
+            }
+        }
+        false
     }
 
     async fn command(&mut self, line: &str) -> Effect {
