@@ -16,6 +16,7 @@ use crate::repl::view::View;
 use crate::repl::{ArgSnapshot, CompletionSource, LineReader, Repl};
 use crate::setup;
 use talaria_commands::{BUILTINS, Registry, Surfaces};
+use talaria_tui::SkinCatalog;
 
 /// Loads the profile's environment layer and config, reporting errors as usage errors.
 pub fn load_profile(home: &ProfileHome) -> Result<(EnvLayer, ConfigFile), String> {
@@ -106,16 +107,18 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     };
     let interactive_chat = args.query.is_none() && std::io::stdin().is_terminal();
     // The REPL's view exists before the agent: its approver pauses the spinner.
-    let view = interactive_chat.then(|| {
+    // (Its skin may come from a plugin: it is set again once plugins are loaded.)
+    let screen = interactive_chat.then(|| {
         let display = &settings.config.display;
-        let (skins, _) = crate::skins::catalog(&home, &[]);
-        View::new(
+        let (skins, _) = crate::skins::catalog(&home);
+        let view = View::new(
             skins.resolve_or_default(&display.skin).0,
             display.show_reasoning,
-        )
+        );
+        (view, skins)
     });
-    let approver: Arc<dyn talaria_approval::Approver> = match &view {
-        Some(view) => view.approver(),
+    let approver: Arc<dyn talaria_approval::Approver> = match &screen {
+        Some((view, _)) => view.approver(),
         None => Arc::new(crate::approver::TerminalApprover::default()),
     };
     let options = AgentOptions {
@@ -124,8 +127,8 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         approver,
         resume: resume.clone(),
     };
-    if let Some(view) = view {
-        return chat(view, settings, home, cwd, args, options).await;
+    if let Some((view, skins)) = screen {
+        return chat(view, skins, settings, home, cwd, args, options).await;
     }
     let mut agent = match Agent::build(&settings, &home, options).await {
         Ok(agent) => agent,
@@ -165,6 +168,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
 /// knowledge), so typing starts at once; a line typed meanwhile waits for it.
 async fn chat(
     view: Arc<View>,
+    skins: SkinCatalog,
     settings: Settings,
     home: ProfileHome,
     cwd: std::path::PathBuf,
@@ -203,7 +207,8 @@ async fn chat(
             view.notice(&recap);
         }
     }
-    let (skins, warnings) = crate::skins::catalog(&home, agent.plugin_skins());
+    let (skins, warnings) =
+        skins.with_plugin_skins(crate::skins::plugin_sources(agent.plugin_skins()));
     for warning in warnings {
         view.notice(&format!("note: {warning}"));
     }

@@ -7,19 +7,24 @@ use talaria_tui::{SkinCatalog, SkinSource, SkinWarning};
 use crate::args::SkinCommand;
 use crate::exit::{Status, usage_error};
 
-/// The skins of a profile, with what was wrong with any of them.
-pub fn catalog(home: &ProfileHome, plugin_skins: &[PluginSkin]) -> (SkinCatalog, Vec<SkinWarning>) {
-    let sources = plugin_skins
+/// The built-in skins and the profile's own (`$TALARIA_HOME/skins`), with
+/// what was wrong with any of them; plugins' skins join with [`plugin_sources`].
+pub fn catalog(home: &ProfileHome) -> (SkinCatalog, Vec<SkinWarning>) {
+    SkinCatalog::load(Some(&home.skins_dir()), Vec::new())
+}
+
+/// Plugins' skins as catalog sources.
+pub fn plugin_sources(skins: &[PluginSkin]) -> Vec<SkinSource> {
+    skins
         .iter()
         .map(|skin| SkinSource::new(format!("plugin {}", skin.plugin), &*skin.name, &*skin.yaml))
-        .collect();
-    SkinCatalog::load(Some(&home.skins_dir()), sources)
+        .collect()
 }
 
 /// Runs a `skin` subcommand. Plugin skins are listed by the REPL's `/skin`,
 /// which has the session's plugins loaded.
 pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
-    let (skins, warnings) = catalog(home, &[]);
+    let (skins, warnings) = catalog(home);
     for warning in &warnings {
         eprintln!("note: {warning}");
     }

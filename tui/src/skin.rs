@@ -355,6 +355,32 @@ impl SkinCatalog {
         (catalog, warnings)
     }
 
+    /// Adds plugin skins to a loaded catalog where [`SkinCatalog::load`]
+    /// would have put them (above the built-ins, below the user's files),
+    /// without reading the user's directory again; returns every warning.
+    pub fn with_plugin_skins(
+        mut self,
+        plugin_skins: Vec<SkinSource>,
+    ) -> (SkinCatalog, Vec<SkinWarning>) {
+        let at = self
+            .entries
+            .iter()
+            .take_while(|e| e.origin == BUILTIN_ORIGIN)
+            .count();
+        let added = plugin_skins.into_iter().map(|source| {
+            let (name, file) = parse_skin(&source.origin, &source.name, &source.yaml);
+            Entry {
+                name,
+                origin: source.origin,
+                file,
+            }
+        });
+        self.entries.splice(at..at, added);
+        let mut warnings = Vec::new();
+        self.check(&mut warnings);
+        (self, warnings)
+    }
+
     fn load_dir(&mut self, dir: &Path, warnings: &mut Vec<SkinWarning>) {
         let read = match std::fs::read_dir(dir) {
             Ok(read) => read,
@@ -1179,6 +1205,27 @@ mod tests {
         let probe = c.resolve("probe").unwrap();
         assert_eq!(probe.agent_name, "Plugin");
         assert_eq!(probe.origin, "plugin commands-probe");
+    }
+
+    #[test]
+    fn plugin_skins_added_later_rank_as_if_loaded_together() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("probe.yaml"), "agent_name: User\n").unwrap();
+        let plugins = || {
+            vec![
+                SkinSource::new("plugin p", "probe", "agent_name: Plugin\n"),
+                SkinSource::new("plugin p", "only-plugin", "agent_name: Only\n"),
+                SkinSource::new("plugin p", "ocean", "agent_name: PluginOcean\n"),
+            ]
+        };
+        let (together, _) = SkinCatalog::load(Some(dir.path()), plugins());
+        let (first, _) = SkinCatalog::load(Some(dir.path()), Vec::new());
+        let (later, warnings) = first.with_plugin_skins(plugins());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(later.list(), together.list());
+        assert_eq!(later.resolve("probe").unwrap().agent_name, "User");
+        assert_eq!(later.resolve("only-plugin").unwrap().agent_name, "Only");
+        assert_eq!(later.resolve("ocean").unwrap().agent_name, "PluginOcean");
     }
 
     #[test]
