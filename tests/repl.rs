@@ -351,3 +351,29 @@ fn skins_are_listed_chosen_and_a_broken_one_is_reported_with_its_line() {
     common::assert_code(&common::run(home.talaria(&["skin", "use", "ocean"])), 0);
     assert!(home.read("config.yaml").contains("skin: ocean"));
 }
+
+#[test]
+fn a_dangerous_command_is_approved_inline_at_the_prompt() {
+    let home = Home::new();
+    let work = home.workdir();
+    std::fs::create_dir(work.path().join("build")).unwrap();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("terminal", r#"{"command": "rm -rf build"}"#)]),
+        Step::text("Removed the build directory."),
+    ]))
+    .unwrap();
+    let mut session = repl(&home, work.path(), &server, &[]);
+    prompt(&mut session);
+    session.send_line("clean up").unwrap();
+    session
+        .exp_string("needs approval")
+        .expect("the question is asked in the terminal");
+    session.exp_string("[d]eny?").unwrap();
+    session.send_line("o").unwrap();
+    session
+        .exp_string("Removed the build directory.")
+        .expect("turn finished");
+    prompt(&mut session);
+    assert!(!work.path().join("build").exists(), "approved once: it ran");
+    quit(session);
+}
