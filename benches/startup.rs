@@ -9,8 +9,9 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rexpect::reader::Options;
-use rexpect::session::spawn_with_options;
+use std::io::{Read, Write};
+
+use rexpect::process::PtyProcess;
 
 const RUNS: usize = 30;
 
@@ -63,8 +64,9 @@ fn main() {
         })
         .collect();
 
-    // The prompt symbol as rexpect reads it (one char per byte).
-    let prompt: String = "› ".bytes().map(char::from).collect();
+    // Read the pty directly: rexpect's expect polls every 100 ms, which
+    // would measure its poll interval instead of Talaria.
+    let prompt = "› ".as_bytes();
     let to_prompt: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let mut command = talaria(home.path());
@@ -76,13 +78,19 @@ fn main() {
                 "--base-url",
                 "http://127.0.0.1:9/v1",
             ]);
-            let options = Options::new().timeout_ms(Some(30_000));
             let start = Instant::now();
-            let mut session = spawn_with_options(command, options).unwrap();
-            session.exp_string(&prompt).unwrap();
+            let mut process = PtyProcess::new(command).unwrap();
+            let mut pty = process.get_file_handle().unwrap();
+            let mut seen = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while !seen.windows(prompt.len()).any(|w| w == prompt) {
+                let n = pty.read(&mut buffer).unwrap();
+                assert!(n > 0, "talaria closed its terminal before the prompt");
+                seen.extend_from_slice(&buffer[..n]);
+            }
             let elapsed = start.elapsed();
-            session.send_control('d').unwrap();
-            session.exp_eof().unwrap();
+            pty.write_all(&[4]).unwrap(); // Ctrl-D
+            process.exit().unwrap();
             elapsed
         })
         .collect();
