@@ -185,6 +185,10 @@ pub struct Manifest {
     pub limits: Limits,
     /// Free-form values readable through `config.get`.
     pub config: BTreeMap<String, String>,
+    /// SPDX license expression (shown by plugin indexes).
+    pub license: Option<String>,
+    /// Project page (shown by plugin indexes).
+    pub homepage: Option<String>,
 }
 
 /// Why a manifest could not be used.
@@ -259,6 +263,10 @@ struct RawManifest {
     limits: Option<Spanned<Limits>>,
     #[serde(default)]
     config: BTreeMap<Spanned<String>, Spanned<ConfigValue>>,
+    #[serde(default)]
+    license: Option<String>,
+    #[serde(default)]
+    homepage: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -452,6 +460,8 @@ impl Manifest {
             capabilities,
             limits,
             config,
+            license: raw.license,
+            homepage: raw.homepage,
         })
     }
 
