@@ -284,10 +284,9 @@ mod tests {
 
     fn refused(archive: &[u8], limits: ArchiveLimits) -> String {
         let dest = tempfile::tempdir().unwrap();
-        let error = unpack(archive, dest.path(), limits)
+        unpack(archive, dest.path(), limits)
             .unwrap_err()
-            .to_string();
-        error
+            .to_string()
     }
 
     #[test]
