@@ -95,6 +95,25 @@ impl GrantStore {
         Ok(grants)
     }
 
+    /// The user's recorded decision for `name`, if any.
+    pub fn decided(&self, name: &str) -> Option<&Grants> {
+        self.grants.get(name)
+    }
+
+    /// Records `grants` as the decision for `manifest`'s plugin, then saves.
+    pub fn set(&mut self, manifest: &Manifest, grants: Grants) -> Result<(), GrantError> {
+        self.grants.insert(manifest.name.clone(), grants);
+        self.save()
+    }
+
+    /// Forgets every decision about `name` (the plugin was removed), then saves.
+    pub fn forget(&mut self, name: &str) -> Result<(), GrantError> {
+        if self.grants.remove(name).is_some() {
+            self.save()?;
+        }
+        Ok(())
+    }
+
     fn save(&self) -> Result<(), GrantError> {
         let io = |source| GrantError::Io {
             path: self.path.clone(),
@@ -174,6 +193,24 @@ fn apply(
         _ => return Err(GrantError::UnknownCapability(text.to_owned())),
     }
     Ok(())
+}
+
+/// The grants a `--grant` value means for `manifest`: `all`, `none`, or a
+/// comma-separated list of capabilities (each must be requested).
+pub fn parse_grant_list(manifest: &Manifest, text: &str) -> Result<Grants, GrantError> {
+    let mut grants = Grants::none();
+    for item in text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        if item == "none" {
+            grants = Grants::none();
+        } else {
+            apply(&mut grants, manifest, item, true)?;
+        }
+    }
+    Ok(grants)
 }
 
 /// Short lines describing capabilities, for listings.
@@ -276,5 +313,25 @@ mod tests {
             Grants::none(),
             "a revoked distribution plugin stays revoked"
         );
+    }
+
+    #[test]
+    fn a_grant_list_is_parsed_against_the_manifest() {
+        let m = manifest();
+        assert_eq!(
+            parse_grant_list(&m, "all").unwrap(),
+            Grants::all_requested(&m)
+        );
+        assert_eq!(parse_grant_list(&m, "none").unwrap(), Grants::none());
+        let some = parse_grant_list(&m, "kv, filesystem:$CWD:read-only").unwrap();
+        assert_eq!(describe(&some), ["filesystem:$CWD:read-only", "kv"]);
+        assert!(parse_grant_list(&m, "kv,exec").is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut grants = store(dir.path());
+        grants.set(&m, some.clone()).unwrap();
+        assert_eq!(store(dir.path()).decided("demo"), Some(&some));
+        grants.forget("demo").unwrap();
+        assert_eq!(store(dir.path()).decided("demo"), None);
     }
 }

@@ -37,6 +37,16 @@ impl ProfileHome {
         self.root.join("plugins")
     }
 
+    /// The exact versions and checksums of plugins installed from indexes.
+    pub fn plugin_lockfile(&self) -> PathBuf {
+        self.root.join("plugins.lock")
+    }
+
+    /// The plugin indexes this profile uses.
+    pub fn plugin_indexes_file(&self) -> PathBuf {
+        self.root.join("plugin-indexes.toml")
+    }
+
     /// Compiled plugin components (written and read only by the plugin host).
     pub fn plugin_cache_dir(&self) -> PathBuf {
         self.root.join("cache").join("plugins")

@@ -195,6 +195,132 @@ pub enum PluginCommand {
         /// The project directory (default: the working directory).
         dir: Option<std::path::PathBuf>,
     },
+    #[command(flatten)]
+    Registry(RegistryCommand),
+}
+
+/// The `talaria plugin` subcommands about community plugins and indexes.
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// Find plugins in the configured indexes by name or description.
+    Search {
+        /// Text to look for.
+        term: String,
+    },
+    /// One plugin as the indexes list it: versions, API ranges, capabilities, signatures.
+    Info {
+        /// Plugin name.
+        name: String,
+        /// Look only in this index.
+        #[arg(long)]
+        index: Option<String>,
+    },
+    /// Install plugins: NAME[@REQ] from an index (REQ a semver requirement such as ^1.2),
+    /// or PATH to a package archive or directory.
+    Install(InstallArgs),
+    /// Update installed plugins (all, or the named ones) within their requirement.
+    Update {
+        /// Plugins to update (default: every plugin installed from an index).
+        names: Vec<String>,
+        /// Grants for capabilities an update newly asks for: all, none, or CAP,CAP,...
+        #[arg(long, value_name = "GRANTS")]
+        grant: Option<String>,
+    },
+    /// Uninstall a plugin: its package, lockfile entry and grants.
+    Remove {
+        /// Plugin name.
+        name: String,
+    },
+    /// Plugins installed in this profile (with --outdated: those with a newer version).
+    List {
+        /// Only plugins with a newer compatible version in their index.
+        #[arg(long)]
+        outdated: bool,
+    },
+    /// Pack a package directory (plugin.toml + wasm) into NAME-VERSION.tar.gz and print its checksum.
+    Pack {
+        /// The package directory (default: the working directory).
+        dir: Option<std::path::PathBuf>,
+        /// Where to write the archive (default: ./NAME-VERSION.tar.gz).
+        #[arg(long, short)]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Add a package archive to a directory index, signed (what an index maintainer runs).
+    Publish {
+        /// The archive made by `talaria plugin pack`.
+        archive: std::path::PathBuf,
+        /// The index directory (created when missing).
+        #[arg(long, value_name = "DIR")]
+        index: std::path::PathBuf,
+        /// The signing key file (from `talaria plugin keygen`).
+        #[arg(long, value_name = "FILE")]
+        key: std::path::PathBuf,
+        /// Base URL the archive will be served from, when not next to the index.
+        #[arg(long, value_name = "URL")]
+        url_base: Option<String>,
+    },
+    /// Create an index signing key; prints the public key for index.json.
+    Keygen {
+        /// The key file to write (never overwritten).
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+        /// The key id signatures will name.
+        #[arg(long, default_value = "main")]
+        id: String,
+    },
+    /// Configure the plugin indexes this profile uses.
+    #[command(subcommand)]
+    Index(IndexCommand),
+}
+
+/// `talaria plugin install`.
+#[derive(Debug, Args, Clone)]
+pub struct InstallArgs {
+    /// NAME[@REQ] or PATH (none with --locked: everything in the lockfile).
+    pub specs: Vec<String>,
+    /// Look only in this index.
+    #[arg(long)]
+    pub index: Option<String>,
+    /// Install exactly the versions and checksums recorded in the lockfile.
+    #[arg(long)]
+    pub locked: bool,
+    /// Capabilities to grant without asking: all, none, or CAP,CAP,... (as in `plugins grant`).
+    #[arg(long, value_name = "GRANTS")]
+    pub grant: Option<String>,
+    /// Allow replacing an installed version with an older one.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+}
+
+/// `talaria plugin index …`.
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Add an index; its keys are fetched and pinned now unless --key is given.
+    Add {
+        /// A name for it.
+        name: String,
+        /// Directory, file://, http:// or https:// location of its index.json.
+        url: String,
+        /// Higher is consulted first (default 0).
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        priority: i32,
+        /// Trust exactly this key (ID=BASE64, or BASE64 for the id "main").
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
+        /// Accept unsigned entries from this index.
+        #[arg(long)]
+        allow_unsigned: bool,
+        /// Replace an index of the same name.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Remove an index.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+    /// The configured indexes, in the order they are consulted.
+    List,
 }
 
 /// `talaria plugins …`.

@@ -8,6 +8,7 @@ mod config_cmd;
 mod exit;
 mod import_cmd;
 mod plugin_dev;
+mod plugin_registry;
 mod plugins;
 mod profile_cmd;
 mod render;
@@ -76,6 +77,9 @@ pub fn main() -> ExitCode {
             }
             Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
                 plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
+            }
+            Some(args::Command::Plugin(args::PluginCommand::Registry(command))) => {
+                plugin_registry::run(command, &home).await
             }
             Some(args::Command::Config(command)) => config_cmd::run(command, &home),
             Some(args::Command::Sessions(command)) => sessions_cmd::run(command, &home),

@@ -111,12 +111,23 @@ impl Layout {
 /// What the unpacked package must be.
 #[derive(Debug, Clone)]
 pub struct Expected {
-    /// Plugin name.
-    pub name: String,
+    /// Plugin name (`None` for a local package: whatever it is called).
+    pub name: Option<String>,
     /// Exact version (`None` for local packages).
     pub version: Option<semver::Version>,
     /// The capabilities the index listed (`None` for local packages).
     pub capabilities: Option<serde_json::Value>,
+}
+
+impl Expected {
+    /// Any valid package (a local file or directory).
+    pub fn any() -> Self {
+        Self {
+            name: None,
+            version: None,
+            capabilities: None,
+        }
+    }
 }
 
 /// A package unpacked and checked, not yet installed. Dropping it discards
@@ -152,11 +163,18 @@ impl Prepared {
         locked: LockedPlugin,
         limits: ArchiveLimits,
     ) -> Result<Self, RegistryError> {
-        let staging = Staging(layout.staging(&expected.name)?);
+        let staging = Staging(layout.staging(expected.name.as_deref().unwrap_or("local"))?);
         let package = staging.0.join("package");
         std::fs::create_dir(&package).map_err(RegistryError::io(&package))?;
         unpack(archive, &package, limits)?;
         let manifest = check_package(&package, expected)?;
+        // Packing and publishing accept any API; installing needs this host's.
+        if !compatible(&manifest.api, &HOST_API) {
+            return Err(RegistryError::Package(format!(
+                "the package targets plugin API {}, this Talaria implements {HOST_API}",
+                manifest.api
+            )));
+        }
         Ok(Self {
             manifest,
             locked,
@@ -217,10 +235,12 @@ pub(crate) fn check_package(
     }
     let manifest =
         Manifest::load(&manifest_path).map_err(|e| RegistryError::Package(e.to_string()))?;
-    if manifest.name != expected.name {
+    if let Some(name) = &expected.name
+        && &manifest.name != name
+    {
         return Err(RegistryError::Package(format!(
-            "the package is '{}', expected '{}'",
-            manifest.name, expected.name
+            "the package is '{}', expected '{name}'",
+            manifest.name
         )));
     }
     if let Some(version) = &expected.version
@@ -229,12 +249,6 @@ pub(crate) fn check_package(
         return Err(RegistryError::Package(format!(
             "the package is version {}, the index lists {version}",
             manifest.version
-        )));
-    }
-    if !compatible(&manifest.api, &HOST_API) {
-        return Err(RegistryError::Package(format!(
-            "the package targets plugin API {}, this Talaria implements {HOST_API}",
-            manifest.api
         )));
     }
     if let Some(listed) = &expected.capabilities {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use talaria_plugin_host::{MANIFEST_FILE, Manifest};
+use talaria_plugin_host::Manifest;
 
 use crate::archive::{ArchiveLimits, pack as pack_dir, unpack};
 use crate::error::RegistryError;
@@ -43,39 +43,18 @@ fn archive_name(manifest: &Manifest) -> String {
 /// Packs the package directory `dir` (a `plugin.toml` and the files it
 /// names), checking it is a valid package first.
 pub fn pack(dir: &Path) -> Result<Packed, RegistryError> {
-    let manifest = check_package(
-        dir,
-        &Expected {
-            name: read_name(dir)?,
-            version: None,
-            capabilities: None,
-        },
-    )?;
+    let manifest = check_package(dir, &Expected::any())?;
     Ok(Packed {
         archive: pack_dir(dir)?,
         manifest,
     })
 }
 
-fn read_name(dir: &Path) -> Result<String, RegistryError> {
-    Manifest::load(&dir.join(MANIFEST_FILE))
-        .map(|m| m.name)
-        .map_err(|e| RegistryError::Package(e.to_string()))
-}
-
 /// Unpacks `archive` into a temporary directory and checks the package it holds.
 pub fn inspect(archive: &[u8]) -> Result<Manifest, RegistryError> {
     let temp = tempfile::tempdir().map_err(RegistryError::io(std::env::temp_dir()))?;
     unpack(archive, temp.path(), ArchiveLimits::default())?;
-    let name = read_name(temp.path())?;
-    check_package(
-        temp.path(),
-        &Expected {
-            name,
-            version: None,
-            capabilities: None,
-        },
-    )
+    check_package(temp.path(), &Expected::any())
 }
 
 /// What `publish` did.

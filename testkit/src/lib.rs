@@ -28,7 +28,9 @@ mod recorder;
 mod render;
 mod script;
 mod server;
+mod static_files;
 
 pub use recorder::{Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
 pub use script::{Script, ScriptError, Step, StepKind, ToolCall};
 pub use server::{LineEnding, ScriptedServer, ServerOptions};
+pub use static_files::StaticServer;

@@ -1,0 +1,85 @@
+//! `talaria plugin search|info|install|update|remove|list|pack|publish|keygen|index`:
+//! community plugins from indexes. The registry crate fetches, verifies and
+//! stages; this module talks to the user and records their grants.
+
+mod grants;
+mod indexes;
+mod install;
+mod publish;
+
+use talaria_agent::ProfileHome;
+use talaria_registry::{Index, IndexList, Layout, Registry, RegistryError};
+
+use crate::args::RegistryCommand;
+use crate::exit::Status;
+
+/// Runs a registry subcommand of `talaria plugin`.
+pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
+    let result = match command {
+        RegistryCommand::Search { term } => indexes::search(home, &term).await,
+        RegistryCommand::Info { name, index } => indexes::info(home, &name, index.as_deref()).await,
+        RegistryCommand::Index(command) => indexes::run(home, command).await,
+        RegistryCommand::Install(args) => install::install(home, args).await,
+        RegistryCommand::Update { names, grant } => {
+            install::update(home, &names, grant.as_deref()).await
+        }
+        RegistryCommand::Remove { name } => install::remove(home, &name),
+        RegistryCommand::List { outdated } => install::list(home, outdated).await,
+        RegistryCommand::Pack { dir, out } => publish::pack(dir, out),
+        RegistryCommand::Publish {
+            archive,
+            index,
+            key,
+            url_base,
+        } => publish::publish(&archive, &index, &key, url_base.as_deref()),
+        RegistryCommand::Keygen { out, id } => publish::keygen(&out, &id),
+    };
+    match result {
+        Ok(status) => status,
+        Err(Failure::Usage(message)) => crate::exit::usage_error(&message),
+        Err(Failure::Failed(message)) => {
+            eprintln!("error: {message}");
+            Status::Failed
+        }
+    }
+}
+
+/// How a command failed: the user's input (exit 2) or the operation (exit 1).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    Usage(String),
+    Failed(String),
+}
+
+impl From<RegistryError> for Failure {
+    fn from(error: RegistryError) -> Self {
+        match error {
+            RegistryError::Settings(_) | RegistryError::Key(_) => Self::Usage(error.to_string()),
+            other => Self::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<talaria_agent::grants::GrantError> for Failure {
+    fn from(error: talaria_agent::grants::GrantError) -> Self {
+        Self::Usage(error.to_string())
+    }
+}
+
+pub(crate) type Outcome = Result<Status, Failure>;
+
+/// The profile's install layout.
+pub(crate) fn layout(home: &ProfileHome) -> Layout {
+    Layout::new(home.plugins_dir(), home.plugin_lockfile())
+}
+
+/// The profile's indexes, highest priority first.
+pub(crate) fn registry(home: &ProfileHome) -> Result<Registry, RegistryError> {
+    let list = IndexList::load(&home.plugin_indexes_file())?;
+    let indexes = list
+        .by_priority()
+        .into_iter()
+        .map(|settings| Index::open(settings.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Registry::new(indexes))
+}
