@@ -68,6 +68,19 @@ pub fn distribution_dirs() -> Vec<PathBuf> {
     ]
 }
 
+/// Where a distribution keeps its ahead-of-time compiled plugins
+/// (`plugins/.compiled`, written by `talaria dist build`).
+pub fn prebuilt_dirs() -> Vec<PathBuf> {
+    distribution_dirs()
+        .into_iter()
+        .map(|dir| dir.join(PREBUILT_DIR))
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
+/// The directory name of compiled components inside a distribution's plugin dir.
+pub const PREBUILT_DIR: &str = ".compiled";
+
 /// The directories searched, in order, with their source.
 pub fn search_path(
     home: &ProfileHome,
@@ -260,6 +273,7 @@ pub async fn load_plugins(
         })
         .ok();
     let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+        .with_prebuilt_dirs(prebuilt_dirs())
         .with_log_file(home.plugin_log_file())
         .with_exec(exec);
     if let Some(sessions) = sessions {

@@ -47,6 +47,33 @@ pub enum Command {
     /// List skins or choose one.
     #[command(subcommand)]
     Skin(SkinCommand),
+    /// Build slim custom distributions from a dist.toml.
+    #[command(subcommand)]
+    Dist(DistCommand),
+}
+
+/// `talaria dist …`.
+#[derive(Debug, Subcommand)]
+pub enum DistCommand {
+    /// Build the binary with the manifest's features and lay out a self-contained
+    /// directory: the binary plus its plugins, compiled ahead of time.
+    Build {
+        /// The distribution manifest (dist.toml).
+        manifest: std::path::PathBuf,
+        /// The directory to create or replace.
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+        /// The Talaria source checkout to build from (default: the one this binary came from).
+        #[arg(long, value_name = "DIR")]
+        source: Option<std::path::PathBuf>,
+    },
+    /// Compile a plugin directory's components ahead of time into DIR/.compiled
+    /// (run by `dist build` with the distribution's own binary).
+    #[command(hide = true)]
+    Precompile {
+        /// The plugin directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 /// `talaria commands`.

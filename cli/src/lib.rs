@@ -5,6 +5,7 @@ mod approver;
 mod args;
 mod commands_cmd;
 mod config_cmd;
+mod dist;
 mod exit;
 mod import_cmd;
 mod plugin_dev;
@@ -86,6 +87,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
             Some(args::Command::Commands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
+            Some(args::Command::Dist(command)) => dist::run(command, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,
             None => run::run(cli.run, home).await,

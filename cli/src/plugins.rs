@@ -119,10 +119,9 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 "limits:    {} MiB memory, {} ms per call",
                 m.limits.memory_mb, m.limits.timeout_ms
             );
-            let host = match PluginHost::new(HostOptions::new(
-                home.plugin_cache_dir(),
-                home.plugin_data_dir(),
-            )) {
+            let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+                .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
+            let host = match PluginHost::new(options) {
                 Ok(host) => host,
                 Err(error) => return usage_error(&error.to_string()),
             };

@@ -1,6 +1,8 @@
 //! The compiled-artefact cache: `<cache_dir>/<sha256 of the wasm>-<engine
 //! compatibility hash>.cwasm`, written atomically by this host into a
-//! directory it created, loaded with `Component::deserialize_file`.
+//! directory it created, loaded with `Component::deserialize_file`. A
+//! distribution's read-only `plugins/.compiled` (same names) is consulted on
+//! a miss, so a fresh profile starts without compiling.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -39,6 +41,7 @@ pub(crate) struct Counters {
 #[derive(Debug)]
 pub(crate) struct CompileCache {
     dir: PathBuf,
+    prebuilt: Vec<PathBuf>,
     engine_hash: String,
     pub(crate) counters: Counters,
 }
@@ -51,22 +54,31 @@ pub(crate) enum Origin {
 }
 
 impl CompileCache {
-    pub(crate) fn new(dir: PathBuf, engine: &Engine) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        dir: PathBuf,
+        prebuilt: Vec<PathBuf>,
+        engine: &Engine,
+    ) -> std::io::Result<Self> {
         create_private_dir(&dir)?;
         let mut hasher = Sha256Hasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_hash = format!("{:016x}", hasher.finish());
         Ok(Self {
             dir,
+            prebuilt,
             engine_hash,
             counters: Counters::default(),
         })
     }
 
-    pub(crate) fn path_for(&self, wasm: &[u8]) -> PathBuf {
+    /// The file name of `wasm`'s compiled form for this engine.
+    fn file_name(&self, wasm: &[u8]) -> String {
         let digest = hex(&Sha256::digest(wasm));
-        self.dir
-            .join(format!("{digest}-{}.cwasm", self.engine_hash))
+        format!("{digest}-{}.cwasm", self.engine_hash)
+    }
+
+    pub(crate) fn path_for(&self, wasm: &[u8]) -> PathBuf {
+        self.dir.join(self.file_name(wasm))
     }
 
     /// The component for `wasm`, from the cache when possible.
@@ -82,6 +94,16 @@ impl CompileCache {
                 Err(_) => {
                     let _ = std::fs::remove_file(&path);
                 }
+            }
+        }
+        let name = self.file_name(wasm);
+        for dir in &self.prebuilt {
+            let prebuilt = dir.join(&name);
+            if prebuilt.is_file()
+                && let Ok(component) = deserialize_cached(engine, &prebuilt)
+            {
+                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok((component, Origin::Cached));
             }
         }
         let compiled = engine
@@ -112,6 +134,9 @@ fn deserialize_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Componen
     // compatibility hash, so a file is only ever read back by an engine it
     // was compiled for, for the component it was compiled from; wasmtime
     // additionally checks the header and refuses incompatible artefacts.
+    // Prebuilt directories hold files of the same kind written the same way by
+    // `talaria dist build` (this code, run by the distribution's own binary),
+    // shipped next to that binary: as trusted as the executable itself.
     unsafe { Component::deserialize_file(engine, path) }
 }
 

@@ -54,6 +54,10 @@ pub struct HostOptions {
     pub exec: Option<ExecServices>,
     /// Past sessions for plugins granted `session-search`.
     pub sessions: Option<Arc<dyn SessionSearch>>,
+    /// Read-only directories of components compiled ahead of time by
+    /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
+    /// after `cache_dir`. Never written at run time.
+    pub prebuilt_dirs: Vec<PathBuf>,
 }
 
 impl HostOptions {
@@ -66,7 +70,14 @@ impl HostOptions {
             log_file: None,
             exec: None,
             sessions: None,
+            prebuilt_dirs: Vec::new(),
         }
+    }
+
+    /// The same options with ahead-of-time compiled components from `dirs`.
+    pub fn with_prebuilt_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.prebuilt_dirs = dirs;
+        self
     }
 
     /// The same options with `session-search` answered from `sessions`.
@@ -257,11 +268,14 @@ impl PluginHost {
                 ),
             });
         }
-        let cache = CompileCache::new(options.cache_dir.clone(), &engine).map_err(|source| {
-            HostError::Io {
-                path: options.cache_dir.clone(),
-                source,
-            }
+        let cache = CompileCache::new(
+            options.cache_dir.clone(),
+            options.prebuilt_dirs.clone(),
+            &engine,
+        )
+        .map_err(|source| HostError::Io {
+            path: options.cache_dir.clone(),
+            source,
         })?;
         std::fs::create_dir_all(&options.data_dir).map_err(|source| HostError::Io {
             path: options.data_dir.clone(),

@@ -6,7 +6,7 @@ use talaria_agent::ProfileHome;
 use talaria_agent::grants::{GrantStore, describe};
 use talaria_plugin_host::{Grants, HOST_API};
 use talaria_registry::{
-    ArchiveLimits, Expected, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Registry,
+    ArchiveLimits, Expected, Layout, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Registry,
     RegistryError, pack, parse_spec, resolve,
 };
 
@@ -33,7 +33,7 @@ pub(crate) async fn install(home: &ProfileHome, args: InstallArgs) -> Outcome {
     let mut failed = false;
     for spec in &args.specs {
         let prepared = if looks_like_path(spec) {
-            prepare_path(home, Path::new(spec), semver::VersionReq::STAR)
+            prepare_path(&layout(home), Path::new(spec), semver::VersionReq::STAR)
         } else {
             let (name, requirement) = parse_spec(spec)?;
             let registry = match &registry_cache {
@@ -41,7 +41,7 @@ pub(crate) async fn install(home: &ProfileHome, args: InstallArgs) -> Outcome {
                 None => registry_cache.insert(registry(home)?),
             };
             prepare_from_index(
-                home,
+                &layout(home),
                 registry,
                 &name,
                 &requirement,
@@ -82,8 +82,8 @@ fn looks_like_path(spec: &str) -> bool {
 }
 
 /// Stages a local package archive or directory.
-fn prepare_path(
-    home: &ProfileHome,
+pub(crate) fn prepare_path(
+    layout: &Layout,
     path: &Path,
     requirement: semver::VersionReq,
 ) -> Result<Prepared, RegistryError> {
@@ -112,7 +112,7 @@ fn prepare_path(
         size: archive.len() as u64,
     };
     let mut prepared = Prepared::from_archive(
-        &layout(home),
+        layout,
         &archive,
         &Expected::any(),
         locked,
@@ -125,8 +125,8 @@ fn prepare_path(
 
 /// Resolves, verifies, downloads and stages `name` from the indexes; with
 /// `locked`, exactly the locked version and checksum.
-async fn prepare_from_index(
-    home: &ProfileHome,
+pub(crate) async fn prepare_from_index(
+    layout: &Layout,
     registry: &Registry,
     name: &str,
     requirement: &semver::VersionReq,
@@ -172,7 +172,7 @@ async fn prepare_from_index(
         size: entry.size,
     };
     Prepared::from_archive(
-        &layout(home),
+        layout,
         &archive,
         &Expected {
             name: Some(name.to_owned()),
@@ -290,7 +290,7 @@ async fn install_locked(home: &ProfileHome, args: &InstallArgs) -> Outcome {
             prepare_locked_path(home, locked)
         } else {
             prepare_from_index(
-                home,
+                &layout(home),
                 &registry,
                 &locked.name,
                 &locked.requirement,
@@ -309,7 +309,7 @@ fn prepare_locked_path(
     locked: &LockedPlugin,
 ) -> Result<Prepared, RegistryError> {
     let path = PathBuf::from(&locked.url);
-    let prepared = prepare_path(home, &path, locked.requirement.clone())?;
+    let prepared = prepare_path(&layout(home), &path, locked.requirement.clone())?;
     check_archive_record(locked, &prepared.locked)?;
     Ok(prepared)
 }
@@ -392,7 +392,7 @@ pub(crate) async fn update(home: &ProfileHome, names: &[String], grant: Option<&
             .parse()
             .map_err(|e| Failure::Failed(format!("{newest}: {e}")))?;
         let result = match prepare_from_index(
-            home,
+            &layout(home),
             &registry,
             &locked.name,
             &exact,

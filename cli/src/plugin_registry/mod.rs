@@ -4,7 +4,7 @@
 
 mod grants;
 mod indexes;
-mod install;
+pub(crate) mod install;
 mod publish;
 
 use talaria_agent::ProfileHome;
