@@ -387,6 +387,7 @@ fn dispatch_options(
             turn_bytes: config.turn_max_bytes,
         },
         spill_root: home.sessions_dir(),
+        schemas: config.schemas,
     }
 }
 

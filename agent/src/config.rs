@@ -136,6 +136,10 @@ pub struct ToolsConfig {
     pub result_max_lines: usize,
     /// Most bytes of one turn's tool results together.
     pub turn_max_bytes: usize,
+    /// `full` schemas in every request, `lazy` (a one-line index plus
+    /// `tool_schema`, which returns schemas on demand), or `auto` (lazy from
+    /// 16 tools on).
+    pub schemas: talaria_dispatch::SchemaMode,
 }
 
 impl Default for ToolsConfig {
@@ -148,6 +152,7 @@ impl Default for ToolsConfig {
             result_max_bytes: budget.max_bytes,
             result_max_lines: budget.max_lines,
             turn_max_bytes: budget.turn_bytes,
+            schemas: talaria_dispatch::SchemaMode::default(),
         }
     }
 }

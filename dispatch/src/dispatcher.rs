@@ -12,6 +12,7 @@ use talaria_kernel::{
 };
 
 use crate::budget::{ResultBudget, spill_dir};
+use crate::lazy::{self, SchemaMode};
 use crate::paths::normalize_path;
 use crate::scheduler::{MAX_WORKERS, PlannedCall, plan};
 use crate::source::{ToolEntry, ToolSource};
@@ -32,6 +33,8 @@ pub struct DispatchOptions {
     pub budget: ResultBudget,
     /// Where spilled results go: `<root>/<session id>/tool-output/`.
     pub spill_root: PathBuf,
+    /// Full schemas, or a compact index with `tool_schema`.
+    pub schemas: SchemaMode,
 }
 
 struct Routed {
@@ -44,6 +47,8 @@ pub struct Dispatcher {
     sources: Vec<Arc<dyn ToolSource>>,
     tools: HashMap<String, Routed>,
     specs: Vec<ToolSpec>,
+    /// The full specs when `specs` is the lazy index; empty otherwise.
+    full_specs: Vec<ToolSpec>,
     cwd: PathBuf,
     budget: ResultBudget,
     spill_root: PathBuf,
@@ -94,11 +99,19 @@ impl Dispatcher {
             }
         }
         let cwd = options.cwd.canonicalize().unwrap_or(options.cwd);
+        let (specs, full_specs) = if options.schemas.is_lazy(specs.len()) {
+            let mut index: Vec<ToolSpec> = specs.iter().map(lazy::compact).collect();
+            index.push(lazy::schema_tool());
+            (index, specs)
+        } else {
+            (specs, Vec::new())
+        };
         (
             Self {
                 sources,
                 tools,
                 specs,
+                full_specs,
                 cwd,
                 budget: options.budget,
                 spill_root: options.spill_root,
@@ -133,11 +146,18 @@ impl Dispatcher {
         context: &ToolContext,
         cancel: &CancellationToken,
     ) -> ToolResult {
+        let lazy = !self.full_specs.is_empty();
         match self.tools.get(&call.call.name) {
+            Some(_) if lazy && let Err(why) = lazy::check(&call.call, &self.full_specs) => {
+                ToolResult::error(&call.call, why)
+            }
             Some(routed) => match self.sources.get(routed.source) {
                 Some(source) => source.call(call, context, cancel).await,
                 None => ToolResult::error(&call.call, "the tool's provider is gone"),
             },
+            None if lazy && call.call.name == lazy::TOOL_SCHEMA => {
+                lazy::answer(call, &self.full_specs)
+            }
             None => ToolResult::error(
                 &call.call,
                 format!("tool '{}' is not available here", call.call.name),

@@ -9,10 +9,13 @@
 //!   [`MAX_WORKERS`] at a time, results in call order.
 //! - [`ResultBudget`]: keeps each result, and a turn's results together,
 //!   within budget; the full output is spilled to a file the result names.
+//! - [`SchemaMode`]: full schemas, or a compact index with `tool_schema`
+//!   handing out full schemas on demand (small first requests).
 //! - [`Dispatcher`]: the kernel's `ToolDispatcher` over all of it.
 
 mod budget;
 mod dispatcher;
+mod lazy;
 mod paths;
 mod scheduler;
 mod source;
@@ -20,6 +23,7 @@ mod toolsets;
 
 pub use budget::ResultBudget;
 pub use dispatcher::{DispatchOptions, Dispatcher};
+pub use lazy::{AUTO_LAZY_THRESHOLD, SchemaMode, TOOL_SCHEMA};
 pub use paths::{normalize_path, overlaps};
 pub use scheduler::{MAX_WORKERS, PlannedCall, plan};
 pub use source::{ToolEntry, ToolFlags, ToolSource};

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use talaria_dispatch::{
-    DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolEntry, ToolFlags,
-    ToolSource, Toolsets,
+    DispatchOptions, Dispatcher, Profile, ResultBudget, SchemaMode, Selection, TOOL_SCHEMA,
+    ToolEntry, ToolFlags, ToolSource, Toolsets,
 };
 use talaria_kernel::{
     CancellationToken, ToolCall, ToolContext, ToolDispatcher, ToolResult, ToolSpec, ValidatedCall,
@@ -27,7 +27,15 @@ fn entry(name: &str, toolset: &str, flags: ToolFlags) -> ToolEntry {
         spec: ToolSpec {
             name: name.into(),
             description: format!("the {name} tool"),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: if name == "write" {
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"]
+                })
+            } else {
+                serde_json::json!({"type": "object"})
+            },
         },
         flags,
         toolset: toolset.into(),
@@ -86,6 +94,13 @@ fn call(id: &str, name: &str, args: serde_json::Value) -> ValidatedCall {
 }
 
 fn dispatcher(selection: Selection) -> (Dispatcher, Arc<Fake>, tempfile::TempDir) {
+    dispatcher_with(selection, SchemaMode::Full)
+}
+
+fn dispatcher_with(
+    selection: Selection,
+    schemas: SchemaMode,
+) -> (Dispatcher, Arc<Fake>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::default());
     let (dispatcher, notices) = Dispatcher::new(
@@ -97,6 +112,7 @@ fn dispatcher(selection: Selection) -> (Dispatcher, Arc<Fake>, tempfile::TempDir
             cwd: dir.path().to_path_buf(),
             budget: ResultBudget::default(),
             spill_root: dir.path().join("sessions"),
+            schemas,
         },
     );
     assert!(notices.is_empty(), "{notices:?}");
@@ -188,4 +204,43 @@ async fn large_results_are_spilled_under_the_session() {
     assert!(results[0].content.contains(&file.display().to_string()));
     assert!(results[0].content.starts_with("row 1\n"));
     assert_eq!(std::fs::read_to_string(file).unwrap().lines().count(), 3000);
+}
+
+#[tokio::test]
+async fn lazy_schemas_offer_an_index_and_answer_schemas_on_demand() {
+    let (full, _, _dir) = dispatcher(Selection::default());
+    let (lazy, fake, _dir2) = dispatcher_with(Selection::default(), SchemaMode::Lazy);
+    let offered = lazy.specs();
+    let names: Vec<&str> = offered.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["read", "write", "shell", "huge", TOOL_SCHEMA]);
+    let write = offered.iter().find(|s| s.name == "write").unwrap();
+    assert_eq!(write.parameters, serde_json::json!({"type": "object"}));
+    let size = |specs: &[ToolSpec]| serde_json::to_string(specs).unwrap().len();
+    assert!(size(&offered[..4]) < size(&full.specs()));
+
+    let results = run(
+        &lazy,
+        &[
+            call("s1", TOOL_SCHEMA, serde_json::json!({"names": ["write"]})),
+            call("w1", "write", serde_json::json!({})),
+            call("w2", "write", serde_json::json!({"path": "a.txt"})),
+        ],
+    )
+    .await;
+    let schema: serde_json::Value = serde_json::from_str(&results[0].content).unwrap();
+    assert_eq!(schema["write"]["parameters"]["required"][0], "path");
+    assert!(results[1].is_error && results[1].content.contains(TOOL_SCHEMA));
+    assert_eq!(results[2].content, "w2 done");
+    assert_eq!(
+        *fake.started.lock().unwrap(),
+        ["w2"],
+        "a call missing arguments never runs"
+    );
+
+    let (auto, _, _dir3) = dispatcher_with(Selection::default(), SchemaMode::Auto);
+    assert_eq!(
+        auto.specs(),
+        full.specs(),
+        "four tools stay below the auto threshold"
+    );
 }
