@@ -216,6 +216,9 @@ pub enum PluginCommand {
         /// Directory to create (default: ./NAME).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// Language of the project: rust (default), js, python or zig.
+        #[arg(long, value_name = "LANG")]
+        lang: Option<String>,
     },
     /// Build a plugin project into DIR/dist/NAME, ready to drop into a plugin directory.
     Build {

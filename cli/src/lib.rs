@@ -10,6 +10,7 @@ mod exit;
 mod import_cmd;
 mod plugin_dev;
 mod plugin_registry;
+mod plugin_templates;
 mod plugins;
 mod profile_cmd;
 mod render;
@@ -73,8 +74,8 @@ pub fn main() -> ExitCode {
             Some(args::Command::Setup(setup_args)) => setup::run_wizard(&setup_args, &home).await,
             Some(args::Command::Chat(run_args)) => run::run(run_args, home).await,
             Some(args::Command::Plugins(command)) => plugins::run(command, &home).await,
-            Some(args::Command::Plugin(args::PluginCommand::New { name, dir })) => {
-                plugin_dev::new(&name, dir)
+            Some(args::Command::Plugin(args::PluginCommand::New { name, dir, lang })) => {
+                plugin_dev::new(&name, dir, lang.as_deref())
             }
             Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
                 plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
