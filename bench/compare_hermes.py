@@ -665,7 +665,7 @@ def report(
     add = out.append
     add("# Talaria vs Hermes Agent: the same work, side by side")
     add("")
-    add(f"Measured {meta['date']} by `bench/compare-hermes.sh` {meta['args']} "
+    add(f"Measured {meta['date']} by `{meta['command']}` "
         f"({runs} measured runs per row after one warm-up run; medians, with min–max in brackets).")
     add("Ratios (Hermes / Talaria, of the medians) are the claim; absolute times depend on the machine.")
     add("How each figure is taken and how Hermes is configured: `bench/README.md`.")
@@ -915,7 +915,7 @@ def main() -> int:
     meta = machine()
     meta.update({
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "args": " ".join(shlex.quote(a) for a in sys.argv[1:]) or "(default options)",
+        "command": " ".join(["bench/compare-hermes.sh"] + [shlex.quote(a) for a in sys.argv[1:]]),
         "load_start": load(),
         "talaria_version": first_line([str(talaria_bin), "--version"], env),
         "commit": first_line(["git", "-C", str(ROOT), "describe", "--always", "--dirty"]),
