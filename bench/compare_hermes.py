@@ -29,7 +29,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,39 +372,42 @@ class Outcome:
     timed_out: bool
 
 
-def measure(argv: List[str], env: Dict[str, str], cwd: Path, timeout: float) -> Outcome:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        timed_out = threading.Event()
-        start = time.perf_counter()
+def measure(spawner: Path, argv: List[str], env: Dict[str, str], cwd: Path, timeout: float) -> Outcome:
+    """Runs `argv` under `bench-spawn` (see bench/spawn.rs), which reaps it with wait4(2)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        result = Path(scratch) / "rusage.json"
         proc = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True,
+            [str(spawner), str(result)] + argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=out, stderr=err, start_new_session=True,
         )
-
-        def expire() -> None:
-            timed_out.set()
-            kill_group(proc.pid)
-
-        timer = threading.Timer(timeout, expire)
-        timer.start()
+        timed_out = False
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc.pid)
+            proc.wait()
+        # Whatever the run left behind in its process group.
         leftovers = kill_group(proc.pid)
         out.seek(0)
         err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+        try:
+            usage = json.loads(result.read_text())
+        except (OSError, ValueError):
+            usage = {"wall": 0.0, "utime": 0.0, "stime": 0.0, "maxrss_kib": 0,
+                     "code": proc.returncode if proc.returncode else -1}
         return Outcome(
-            code=proc.returncode,
-            wall=wall,
-            cpu=usage.ru_utime + usage.ru_stime,
-            rss_kib=usage.ru_maxrss,
-            stdout=out.read().decode("utf-8", "replace"),
-            stderr=err.read().decode("utf-8", "replace"),
+            code=int(usage["code"]),
+            wall=float(usage["wall"]),
+            cpu=float(usage["utime"]) + float(usage["stime"]),
+            rss_kib=int(usage["maxrss_kib"]),
+            stdout=stdout,
+            stderr=stderr,
             leftovers=leftovers,
-            timed_out=timed_out.is_set(),
+            timed_out=timed_out,
         )
 
 
@@ -502,6 +504,7 @@ def check_tool_shapes(body: dict, steps: List[dict]) -> Optional[str]:
 
 
 def run_set(
+    spawner: Path,
     agent: Agent,
     scenario: Scenario,
     runs: int,
@@ -532,7 +535,7 @@ def run_set(
         argv = agent.argv(scenario, base_url)
         (base / "command.txt").write_text(" ".join(shlex.quote(a) for a in argv) + "\n")
         for i in range(runs + 1):
-            outcome = measure(argv, env, cwd, timeout)
+            outcome = measure(spawner, argv, env, cwd, timeout)
             (base / f"run-{i}.stdout").write_text(outcome.stdout)
             (base / f"run-{i}.stderr").write_text(outcome.stderr)
             requests = server.take() if server else []
@@ -830,6 +833,15 @@ def ensure_hermes(venv: Path) -> None:
                  f"hermes-agent=={HERMES_VERSION}"])
 
 
+def build_spawner(bench_dir: Path) -> Path:
+    """Compiles bench/spawn.rs (standard library only) unless the binary is newer than it."""
+    source = ROOT / "bench" / "spawn.rs"
+    binary = bench_dir / "bench-spawn"
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        run_checked(["rustc", "--edition", "2021", "-O", source, "-o", binary], cwd=ROOT)
+    return binary
+
+
 def cargo_target_dir() -> Path:
     out = subprocess.run(
         ["cargo", "metadata", "--format-version", "1", "--no-deps", "--locked"],
@@ -900,6 +912,7 @@ def main() -> int:
         talaria_bin = args.talaria or built_talaria
         server_bin = args.scripted_server or built_server
     talaria_bin, server_bin = talaria_bin.resolve(), server_bin.resolve()
+    spawner = build_spawner(bench_dir)
     for path in (talaria_bin, server_bin):
         if not path.exists():
             raise SystemExit(f"{path} does not exist (build it, or drop --skip-build)")
@@ -941,12 +954,12 @@ def main() -> int:
             log(f"scenario {sc.key}: {sc.title}")
             for agent in (talaria, hermes):
                 sets.setdefault(sc.key, {})[agent.name] = run_set(
-                    agent, sc, args.runs, runs_dir, workroot, server_bin, args.timeout,
+                    spawner, agent, sc, args.runs, runs_dir, workroot, server_bin, args.timeout,
                     args.chunk_size, f"{sc.key}-{agent.name}")
             if sc.variants:
                 for i, agent in enumerate(variant_agents):
                     variants.append(run_set(
-                        agent, sc, args.runs, runs_dir, workroot, server_bin, args.timeout,
+                        spawner, agent, sc, args.runs, runs_dir, workroot, server_bin, args.timeout,
                         args.chunk_size, f"{sc.key}-talaria-variant{i + 1}"))
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
