@@ -1,7 +1,8 @@
 //! The user's capability grants per plugin, stored in
 //! `$TALARIA_HOME/plugin-grants.yaml`. Distribution plugins get what their
 //! manifest requests until the user says otherwise; every other plugin gets
-//! nothing until granted.
+//! nothing until granted. `trust-native` (running a native plugin unsandboxed)
+//! is only ever granted by name: not by default, not by `all`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,7 +34,7 @@ pub enum GrantError {
     /// A capability text that names nothing.
     #[error(
         "unknown capability '{0}': use filesystem:PATH[:read-only|read-write], network:HOST:PORT, \
-         env:NAME, exec, kv, session-search or all"
+         env:NAME, exec, kv, session-search, trust-native or all"
     )]
     UnknownCapability(String),
     /// A capability the manifest does not request.
@@ -75,7 +76,10 @@ impl GrantStore {
     pub fn grants_for(&self, manifest: &Manifest, source: PluginSource) -> Grants {
         match self.grants.get(&manifest.name) {
             Some(decided) => decided.clone(),
-            None if source == PluginSource::Distribution => Grants::all_requested(manifest),
+            None if source == PluginSource::Distribution => Grants {
+                trust_native: false,
+                ..Grants::all_requested(manifest)
+            },
             None => Grants::none(),
         }
     }
@@ -146,12 +150,19 @@ fn apply(
     };
     let (kind, rest) = text.split_once(':').unwrap_or((text, ""));
     match kind {
-        "all" if allow => *grants = requested,
+        // `all` never trusts native code: that is granted by name only.
+        "all" if allow => {
+            *grants = Grants {
+                trust_native: grants.trust_native,
+                ..requested
+            }
+        }
         "all" => *grants = Grants::none(),
-        "exec" | "kv" | "session-search" => {
+        "exec" | "kv" | "session-search" | "trust-native" if rest.is_empty() => {
             let (wanted, slot) = match kind {
                 "exec" => (requested.exec, &mut grants.exec),
                 "kv" => (requested.kv, &mut grants.kv),
+                "trust-native" => (requested.trust_native, &mut grants.trust_native),
                 _ => (requested.session_search, &mut grants.session_search),
             };
             if allow && !wanted {
@@ -226,6 +237,7 @@ pub fn describe(grants: &Grants) -> Vec<String> {
         (grants.exec, "exec"),
         (grants.kv, "kv"),
         (grants.session_search, "session-search"),
+        (grants.trust_native, "trust-native"),
     ] {
         if on {
             lines.push(name.to_owned());
@@ -333,5 +345,53 @@ mod tests {
         assert_eq!(store(dir.path()).decided("demo"), Some(&some));
         grants.forget("demo").unwrap();
         assert_eq!(store(dir.path()).decided("demo"), None);
+    }
+
+    #[cfg(feature = "native")]
+    fn native_manifest() -> Manifest {
+        Manifest::parse(
+            "name = \"fast\"\nversion = \"1.0.0\"\napi = \"0.1.1\"\nruntime = \"native\"\n\
+             library = \"libfast.so\"\nprovides = [\"tools\"]\n[capabilities]\ntrust-native = true\n",
+            Path::new("plugin.toml"),
+        )
+        .unwrap()
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn trust_native_is_granted_by_name_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = native_manifest();
+        assert!(
+            !store(dir.path())
+                .grants_for(&m, PluginSource::Distribution)
+                .trust_native,
+            "not even a distribution plugin is trusted by default"
+        );
+        let mut grants = store(dir.path());
+        let after = grants.change(&m, PluginSource::User, "all", true).unwrap();
+        assert!(!after.trust_native, "`all` never trusts native code");
+        let after = grants
+            .change(&m, PluginSource::User, "trust-native", true)
+            .unwrap();
+        assert!(after.trust_native);
+        assert_eq!(describe(&after), ["trust-native"]);
+        let after = grants.change(&m, PluginSource::User, "all", true).unwrap();
+        assert!(after.trust_native, "granting `all` later keeps it");
+        assert!(
+            store(dir.path())
+                .grants_for(&m, PluginSource::User)
+                .trust_native
+        );
+        let after = grants.change(&m, PluginSource::User, "all", false).unwrap();
+        assert!(!after.trust_native, "revoking `all` revokes it");
+
+        let error = grants
+            .change(&manifest(), PluginSource::User, "trust-native", true)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin demo does not request trust-native; it can only be granted what it asks for"
+        );
     }
 }

@@ -31,6 +31,21 @@ impl fmt::Display for PluginSource {
     }
 }
 
+/// Why `found` may not be loaded at all, whatever is granted: native code
+/// loads only from the user's own plugin directory, never from the
+/// distribution's or a project's.
+pub fn refusal(found: &FoundPlugin) -> Option<String> {
+    (found.manifest.runtime == talaria_plugin_host::Runtime::Native
+        && found.source != PluginSource::User)
+        .then(|| {
+            format!(
+                "plugin {} not loaded: native plugins load only from your own plugin directory \
+                 ($TALARIA_HOME/plugins), never from {} plugin directories",
+                found.manifest.name, found.source
+            )
+        })
+}
+
 /// One package that will be loaded.
 #[derive(Debug, Clone)]
 pub struct FoundPlugin {
@@ -288,6 +303,10 @@ pub async fn load_plugins(
     };
     let mut loaded: Vec<LoadedPlugin> = Vec::new();
     for found in wanted {
+        if let Some(refusal) = refusal(found) {
+            notices.push(refusal);
+            continue;
+        }
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
             store.grants_for(&found.manifest, found.source)
         });

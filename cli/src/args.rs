@@ -364,7 +364,8 @@ pub enum PluginsCommand {
         name: String,
     },
     /// Grant a capability the plugin requests: filesystem:PATH[:read-only|read-write],
-    /// network:HOST:PORT, env:NAME, exec, kv, session-search, or all.
+    /// network:HOST:PORT, env:NAME, exec, kv, session-search, or all; and, for a
+    /// native plugin (unsandboxed code), trust-native, which `all` never includes.
     Grant {
         /// Plugin name.
         name: String,

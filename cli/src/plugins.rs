@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use talaria_agent::ProfileHome;
 use talaria_agent::grants::{GrantStore, describe};
-use talaria_agent::plugins::{FoundPlugin, TrustStore, discover};
-use talaria_plugin_host::{Grants, HostOptions, PluginHost};
+use talaria_agent::plugins::{FoundPlugin, TrustStore, discover, refusal};
+use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
 
 use crate::args::PluginsCommand;
 use crate::exit::{Status, usage_error};
@@ -36,6 +36,20 @@ fn list_or_none(items: Vec<String>) -> String {
     }
 }
 
+/// What runs the plugin, when it is not a sandboxed component; native code
+/// is flagged as unsandboxed wherever plugins are listed.
+fn runtime_line(manifest: &Manifest) -> Option<String> {
+    match manifest.runtime {
+        Runtime::Component => None,
+        Runtime::Extism => Some("extism (sandboxed WebAssembly module)".into()),
+        Runtime::Native => Some(
+            "native: UNSANDBOXED native code, runs with your privileges; \
+             loads only with the trust-native grant"
+                .into(),
+        ),
+    }
+}
+
 fn change(
     mut store: GrantStore,
     home: &ProfileHome,
@@ -50,6 +64,12 @@ fn change(
     };
     match store.change(&plugin.manifest, plugin.source, capability, allow) {
         Ok(grants) => {
+            if allow && capability == "trust-native" {
+                println!(
+                    "warning: {name} is native code: it runs unsandboxed, with your privileges, \
+                     and no capability limits what it does"
+                );
+            }
             println!("{name} is granted: {}", list_or_none(describe(&grants)));
             println!("(applies from the next session)");
             Status::Answered
@@ -92,6 +112,12 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                     plugin.source
                 );
                 println!("    dir:       {}", plugin.dir.display());
+                if let Some(runtime) = runtime_line(m) {
+                    println!("    runtime:   {runtime}");
+                }
+                if let Some(refusal) = refusal(plugin) {
+                    println!("    note:      {refusal}");
+                }
                 println!(
                     "    requests:  {}",
                     list_or_none(describe(&Grants::all_requested(m)))
@@ -110,6 +136,9 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
             println!("{} {} — {}", m.name, m.version, m.description);
             println!("source:    {} ({})", plugin.source, plugin.dir.display());
             println!("api:       talaria:plugin@{}", m.api);
+            if let Some(runtime) = runtime_line(m) {
+                println!("runtime:   {runtime}");
+            }
             println!(
                 "requests:  {}",
                 list_or_none(describe(&Grants::all_requested(m)))
@@ -119,6 +148,10 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 "limits:    {} MiB memory, {} ms per call",
                 m.limits.memory_mb, m.limits.timeout_ms
             );
+            if let Some(refusal) = refusal(&plugin) {
+                println!("status:    does not load: {refusal}");
+                return Status::Failed;
+            }
             let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
                 .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
             let host = match PluginHost::new(options) {

@@ -140,7 +140,7 @@ fn deserialize_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Componen
     unsafe { Component::deserialize_file(engine, path) }
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

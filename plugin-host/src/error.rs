@@ -99,6 +99,39 @@ pub enum LoadError {
     /// The host's data directories could not be prepared.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// An Extism module could not be compiled or does not follow the tool ABI.
+    #[error("plugin {plugin}: {message}")]
+    Extism {
+        /// The plugin name.
+        plugin: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A native library could not be loaded or lacks an entry point.
+    #[error("plugin {plugin}: {message}")]
+    Native {
+        /// The plugin name.
+        plugin: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A native plugin without the user's `trust-native` grant.
+    #[error(
+        "plugin {plugin} is native code that would run unsandboxed with your privileges; \
+         it loads only once you trust it: `talaria plugins grant {plugin} trust-native`"
+    )]
+    NotTrusted {
+        /// The plugin name.
+        plugin: String,
+    },
+    /// The plugin needs a runtime this build does not have.
+    #[error("plugin {plugin}: this build has no {runtime} support (feature `{runtime}`)")]
+    Unsupported {
+        /// The plugin name.
+        plugin: String,
+        /// The runtime (`extism`, `native`).
+        runtime: &'static str,
+    },
 }
 
 /// Why one call into a plugin did not produce a result.

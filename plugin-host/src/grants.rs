@@ -26,6 +26,9 @@ pub struct Grants {
     pub kv: bool,
     /// Whether session search is granted.
     pub session_search: bool,
+    /// Whether the user trusts this native plugin to run unsandboxed. Never
+    /// implied: not by the distribution's defaults nor by granting `all`.
+    pub trust_native: bool,
 }
 
 impl Grants {
@@ -48,6 +51,7 @@ impl Grants {
             exec: caps.exec,
             kv: caps.kv,
             session_search: caps.session_search,
+            trust_native: caps.trust_native,
         }
     }
 
@@ -92,6 +96,7 @@ impl Grants {
             exec: requested.exec && self.exec,
             kv: requested.kv && self.kv,
             session_search: requested.session_search && self.session_search,
+            trust_native: requested.trust_native && self.trust_native,
         }
     }
 }
@@ -118,6 +123,7 @@ mod tests {
             env: vec!["A".into()],
             kv: true,
             session_search: false,
+            trust_native: false,
         };
         let grants = Grants {
             filesystem: [("$CWD".to_string(), Access::ReadOnly)].into(),
@@ -126,6 +132,7 @@ mod tests {
             exec: false,
             kv: true,
             session_search: true,
+            trust_native: true,
         };
         let eff = grants.effective(&requested);
         assert_eq!(
@@ -140,5 +147,6 @@ mod tests {
         assert!(!eff.exec);
         assert!(eff.kv);
         assert!(!eff.session_search);
+        assert!(!eff.trust_native, "granted but not requested");
     }
 }

@@ -28,7 +28,7 @@ use crate::hooks::{
 use crate::invoke::Invocation;
 use crate::kv::KvStore;
 use crate::log::{LogFile, LogLevel, LogSource, PluginLog};
-use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind};
+use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind, Runtime};
 use crate::net::NetPolicy;
 use crate::sandbox::{Sandbox, resolve_grant};
 use crate::session_search::SessionSearch;
@@ -127,6 +127,12 @@ pub(crate) struct HostInner {
     log_file: Option<Arc<LogFile>>,
     exec: ExecServices,
     sessions: Option<Arc<dyn SessionSearch>>,
+    /// wasmtime's cache configuration for Extism modules, written when the
+    /// first one loads.
+    #[cfg(feature = "extism")]
+    extism_cache: std::sync::OnceLock<Option<PathBuf>>,
+    #[cfg(feature = "extism")]
+    cache_dir: PathBuf,
 }
 
 /// Loads plugins. Cheap to clone; all clones share the engine, the linker
@@ -146,6 +152,18 @@ impl std::fmt::Debug for PluginHost {
     }
 }
 
+/// What runs a loaded plugin's calls.
+pub(crate) enum Backend {
+    /// A component: the `*_pre` fields of [`LoadedInner`].
+    Component,
+    /// An Extism module.
+    #[cfg(feature = "extism")]
+    Extism(Arc<crate::extism_rt::ExtismPlugin>),
+    /// A native library.
+    #[cfg(feature = "native")]
+    Native(Arc<crate::native::NativeLibrary>),
+}
+
 pub(crate) struct LoadedInner {
     pub(crate) manifest: Manifest,
     pub(crate) dir: PathBuf,
@@ -162,6 +180,7 @@ pub(crate) struct LoadedInner {
     pub(crate) skins: Vec<PluginSkin>,
     pub(crate) origin: Origin,
     pub(crate) host: Arc<HostInner>,
+    pub(crate) backend: Backend,
 }
 
 /// A plugin ready to instantiate. Cheap to clone.
@@ -242,6 +261,11 @@ impl LoadedPlugin {
         &self.inner.shared.log
     }
 
+    /// What runs its code.
+    pub fn runtime(&self) -> Runtime {
+        self.inner.manifest.runtime
+    }
+
     /// Whether the component came from the compile cache (nothing compiled).
     pub fn from_cache(&self) -> bool {
         self.inner.origin == Origin::Cached
@@ -317,6 +341,10 @@ impl PluginHost {
                 log_file,
                 exec,
                 sessions: options.sessions,
+                #[cfg(feature = "extism")]
+                extism_cache: std::sync::OnceLock::new(),
+                #[cfg(feature = "extism")]
+                cache_dir: options.cache_dir.clone(),
             }),
         })
     }
@@ -363,6 +391,10 @@ impl PluginHost {
                     }
                 })?;
             }
+        }
+
+        if manifest.runtime != Runtime::Component {
+            return self.load_module(dir, manifest, caps, data_dir).await;
         }
 
         let wasm_path = dir.join(&manifest.wasm);
@@ -431,25 +463,7 @@ impl PluginHost {
             .transpose()
             .map_err(exports_error)?;
 
-        let kv = caps
-            .kv
-            .then(|| KvStore::new(data_dir.join("kv").join(&self.inner.profile)));
-        let shared = Arc::new(PluginShared {
-            name: name.clone(),
-            requested_env: manifest.capabilities.env.clone(),
-            config: manifest.config.clone(),
-            limits: manifest.limits,
-            log: match &self.inner.log_file {
-                Some(file) => PluginLog::to_file(&name, file.clone()),
-                None => PluginLog::default(),
-            },
-            kv,
-            net: NetPolicy::new(&caps.network),
-            exec: self.inner.exec.clone(),
-            sessions: self.inner.sessions.clone(),
-            data_dir,
-            caps,
-        });
+        let shared = self.shared(&manifest, caps, data_dir);
         shared.log.push(
             LogLevel::Info,
             LogSource::Host,
@@ -482,6 +496,7 @@ impl PluginHost {
             skins: Vec::new(),
             origin,
             host: self.inner.clone(),
+            backend: Backend::Component,
         };
         if inner.tool_pre.is_some() {
             let sandbox = Sandbox::default();
@@ -533,6 +548,158 @@ impl PluginHost {
             inner.skins = skins;
             note_dropped(&inner, &dropped);
         }
+        let dropped = read_data_skins(&name, dir, &mut inner.skins);
+        note_dropped(&inner, &dropped);
+        Ok(LoadedPlugin {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// What a plugin's calls share: its effective capabilities, config,
+    /// limits, log and stores.
+    fn shared(
+        &self,
+        manifest: &Manifest,
+        caps: Capabilities,
+        data_dir: PathBuf,
+    ) -> Arc<PluginShared> {
+        let name = &manifest.name;
+        let kv = caps
+            .kv
+            .then(|| KvStore::new(data_dir.join("kv").join(&self.inner.profile)));
+        Arc::new(PluginShared {
+            name: name.clone(),
+            requested_env: manifest.capabilities.env.clone(),
+            config: manifest.config.clone(),
+            limits: manifest.limits,
+            log: match &self.inner.log_file {
+                Some(file) => PluginLog::to_file(name, file.clone()),
+                None => PluginLog::default(),
+            },
+            kv,
+            net: NetPolicy::new(&caps.network),
+            exec: self.inner.exec.clone(),
+            sessions: self.inner.sessions.clone(),
+            data_dir,
+            caps,
+        })
+    }
+
+    /// Without the `extism` and `native` features only components load.
+    #[cfg(not(any(feature = "extism", feature = "native")))]
+    async fn load_module(
+        &self,
+        _dir: &Path,
+        manifest: Manifest,
+        _caps: Capabilities,
+        _data_dir: PathBuf,
+    ) -> Result<LoadedPlugin, LoadError> {
+        Err(LoadError::Unsupported {
+            plugin: manifest.name,
+            runtime: manifest.runtime.as_str(),
+        })
+    }
+
+    /// Loads a tools plugin that is not a component: an Extism module or a
+    /// native library (which needs the `trust-native` grant).
+    #[cfg(any(feature = "extism", feature = "native"))]
+    async fn load_module(
+        &self,
+        dir: &Path,
+        manifest: Manifest,
+        caps: Capabilities,
+        data_dir: PathBuf,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let name = manifest.name.clone();
+        let file = dir.join(&manifest.wasm);
+        let shared = self.shared(&manifest, caps, data_dir);
+        let blocking_failed = |e: tokio::task::JoinError| LoadError::Compile {
+            plugin: name.clone(),
+            message: format!("loading task failed: {e}"),
+        };
+        let (backend, tools) = match manifest.runtime {
+            #[cfg(feature = "extism")]
+            Runtime::Extism => {
+                let wasm = std::fs::read(&file).map_err(|source| LoadError::Wasm {
+                    plugin: name.clone(),
+                    path: file.clone(),
+                    source,
+                })?;
+                let cache = self
+                    .inner
+                    .extism_cache
+                    .get_or_init(|| crate::extism_rt::cache_config(&self.inner.cache_dir))
+                    .clone();
+                let for_compile = shared.clone();
+                let plugin = tokio::task::spawn_blocking(move || {
+                    crate::extism_rt::ExtismPlugin::compile(&for_compile, wasm, cache)
+                })
+                .await
+                .map_err(blocking_failed)?
+                .map_err(|message| LoadError::Extism {
+                    plugin: name.clone(),
+                    message: format!("{}: {message}", file.display()),
+                })?;
+                let raw = plugin
+                    .describe(&shared)
+                    .await
+                    .map_err(|e| LoadError::ListTools {
+                        plugin: name.clone(),
+                        message: format!("describe failed: {e}"),
+                    })?;
+                let tools = crate::described::parse_tools(&name, &raw)?;
+                (Backend::Extism(Arc::new(plugin)), tools)
+            }
+            #[cfg(feature = "native")]
+            Runtime::Native => {
+                if !shared.caps.trust_native {
+                    return Err(LoadError::NotTrusted { plugin: name });
+                }
+                let plugin = name.clone();
+                let (library, raw) = tokio::task::spawn_blocking(move || {
+                    crate::native::NativeLibrary::load(&plugin, &file)
+                })
+                .await
+                .map_err(blocking_failed)??;
+                let tools = crate::described::parse_tools(&name, &raw)?;
+                (Backend::Native(Arc::new(library)), tools)
+            }
+            other => {
+                return Err(LoadError::Unsupported {
+                    plugin: name,
+                    runtime: other.as_str(),
+                });
+            }
+        };
+        shared.log.push(
+            LogLevel::Info,
+            LogSource::Host,
+            &format!(
+                "loaded {} {} ({} runtime) from {}",
+                name,
+                manifest.version,
+                manifest.runtime,
+                dir.display()
+            ),
+        );
+        let mut inner = LoadedInner {
+            api: manifest.api.clone(),
+            manifest,
+            dir: dir.to_path_buf(),
+            shared,
+            kinds: vec![PluginKind::Tools],
+            tools,
+            tool_pre: None,
+            hooks_pre: None,
+            subscriptions: Vec::new(),
+            commands_pre: None,
+            commands: Vec::new(),
+            skins_pre: None,
+            skins: Vec::new(),
+            origin: Origin::Compiled,
+            host: self.inner.clone(),
+            backend,
+        };
         let dropped = read_data_skins(&name, dir, &mut inner.skins);
         note_dropped(&inner, &dropped);
         Ok(LoadedPlugin {
@@ -604,31 +771,13 @@ fn convert_specs(
     plugin: &str,
     specs: Vec<crate::bindings::ToolSpec>,
 ) -> Result<Vec<ToolInfo>, LoadError> {
-    let mut tools: Vec<ToolInfo> = Vec::with_capacity(specs.len());
+    let mut tools = Vec::with_capacity(specs.len());
     for spec in specs {
-        let bad = |message: String| LoadError::ListTools {
-            plugin: plugin.to_owned(),
-            message,
-        };
-        if spec.name.is_empty()
-            || !spec
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(bad(format!("invalid tool name {:?}", spec.name)));
-        }
-        if tools.iter().any(|t| t.spec.name == spec.name) {
-            return Err(bad(format!("tool {} is listed twice", spec.name)));
-        }
-        let parameters: serde_json::Value = serde_json::from_str(&spec.parameters)
-            .map_err(|e| bad(format!("tool {}: parameters are not JSON: {e}", spec.name)))?;
-        if !parameters.is_object() {
-            return Err(bad(format!(
-                "tool {}: parameters must be a JSON Schema object",
-                spec.name
-            )));
-        }
+        let parameters: serde_json::Value =
+            serde_json::from_str(&spec.parameters).map_err(|e| LoadError::ListTools {
+                plugin: plugin.to_owned(),
+                message: format!("tool {}: parameters are not JSON: {e}", spec.name),
+            })?;
         tools.push(ToolInfo {
             spec: ToolSpec {
                 name: spec.name,
@@ -642,7 +791,40 @@ fn convert_specs(
             },
         });
     }
-    Ok(tools)
+    validate_tools(plugin, tools)
+}
+
+/// Checks the tools a plugin lists: valid and distinct names, parameters
+/// that are JSON Schema objects.
+pub(crate) fn validate_tools(
+    plugin: &str,
+    tools: Vec<ToolInfo>,
+) -> Result<Vec<ToolInfo>, LoadError> {
+    let mut valid: Vec<ToolInfo> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let bad = |message: String| LoadError::ListTools {
+            plugin: plugin.to_owned(),
+            message,
+        };
+        let name = &tool.spec.name;
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(bad(format!("invalid tool name {name:?}")));
+        }
+        if valid.iter().any(|t| t.spec.name == *name) {
+            return Err(bad(format!("tool {name} is listed twice")));
+        }
+        if !tool.spec.parameters.is_object() {
+            return Err(bad(format!(
+                "tool {name}: parameters must be a JSON Schema object"
+            )));
+        }
+        valid.push(tool);
+    }
+    Ok(valid)
 }
 
 /// Logs what validation left out, one warning each.
@@ -657,6 +839,9 @@ fn note_dropped(inner: &LoadedInner, dropped: &[String]) {
 pub(crate) struct Placed {
     pub(crate) plugin: LoadedPlugin,
     pub(crate) sandbox: Result<Sandbox, String>,
+    /// An Extism plugin compiled with this directory's preopens.
+    #[cfg(feature = "extism")]
+    pub(crate) extism: crate::extism_rt::Placement,
 }
 
 impl Placed {
@@ -666,7 +851,12 @@ impl Placed {
         if let Err(message) = &sandbox {
             plugin.log().push(LogLevel::Error, LogSource::Host, message);
         }
-        Self { plugin, sandbox }
+        Self {
+            plugin,
+            sandbox,
+            #[cfg(feature = "extism")]
+            extism: crate::extism_rt::Placement::default(),
+        }
     }
 }
 

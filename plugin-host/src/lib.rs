@@ -15,14 +15,25 @@
 //!   [`LoadedPlugin::skins`] lists a plugin's skins (from its component and
 //!   its package's `skins/*.yaml`).
 //!
-//! See `README.md` for the manifest format and the sandbox.
+//! - With the `extism` feature, [`PluginHost::load`] also loads Extism
+//!   modules (`runtime = "extism"`) whose tools join [`PluginTools`], under
+//!   the same grants mapped onto Extism's manifest; with the `native`
+//!   feature, native libraries (`runtime = "native"`, C ABI, unsandboxed,
+//!   only with a `trust-native` grant).
+//!
+//! See `README.md` for the manifest format, the sandbox and the Extism and
+//! native ABIs.
 
 mod bindings;
 mod cache;
 mod commands;
+#[cfg(any(feature = "extism", feature = "native"))]
+mod described;
 mod engine;
 mod error;
 mod exec_imports;
+#[cfg(feature = "extism")]
+mod extism_rt;
 mod failures;
 mod grants;
 mod hooks;
@@ -33,6 +44,8 @@ mod invoke;
 mod kv;
 mod log;
 mod manifest;
+#[cfg(feature = "native")]
+mod native;
 mod net;
 mod sandbox;
 mod session_search;
@@ -55,8 +68,10 @@ pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolInf
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
 pub use crate::manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
-    MANIFEST_FILE, Manifest, ManifestError, PluginKind,
+    MANIFEST_FILE, Manifest, ManifestError, PluginKind, Runtime,
 };
+#[cfg(feature = "native")]
+pub use crate::native::NATIVE_ABI_VERSION;
 pub use crate::net::NetPattern;
 pub use crate::session_search::{SessionHit, SessionSearch};
 pub use crate::skins::{MAX_SKIN_BYTES, PluginSkin, SKINS_DIR};

@@ -74,6 +74,49 @@ impl fmt::Display for PluginKind {
     }
 }
 
+/// What runs a plugin's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runtime {
+    /// A WebAssembly component of the `talaria:plugin` WIT package (the default).
+    #[default]
+    Component,
+    /// A core WebAssembly module written with an Extism PDK, providing tools
+    /// through the Extism tool ABI (`describe`, `call`). Needs the `extism`
+    /// feature.
+    Extism,
+    /// A shared library with the Talaria native C ABI. Unsandboxed: loaded only
+    /// from the user's plugin directory with an explicit `trust-native` grant.
+    /// Needs the `native` feature.
+    Native,
+}
+
+impl Runtime {
+    /// The name used in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Component => "component",
+            Self::Extism => "extism",
+            Self::Native => "native",
+        }
+    }
+
+    /// Whether this build can run plugins of this runtime.
+    pub fn supported(self) -> bool {
+        match self {
+            Self::Component => true,
+            Self::Extism => cfg!(feature = "extism"),
+            Self::Native => cfg!(feature = "native"),
+        }
+    }
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How much of a directory a plugin may touch.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
@@ -129,6 +172,10 @@ pub struct Capabilities {
     /// Whether `session-search.search` is usable.
     #[serde(default)]
     pub session_search: bool,
+    /// Native plugins only, and required for them: the user trusts this
+    /// library to run unsandboxed, with the agent's privileges.
+    #[serde(default)]
+    pub trust_native: bool,
 }
 
 /// Resource limits per instance and per call.
@@ -177,7 +224,10 @@ pub struct Manifest {
     pub toolset: String,
     /// The kinds it provides (at least one).
     pub provides: Vec<PluginKind>,
-    /// The component file, relative to the plugin directory.
+    /// What runs its code.
+    pub runtime: Runtime,
+    /// The component (or, for Extism, the core module) file, relative to the
+    /// plugin directory; for a native plugin, its shared library.
     pub wasm: PathBuf,
     /// What it asks for.
     pub capabilities: Capabilities,
@@ -256,7 +306,11 @@ struct RawManifest {
     toolset: Option<Spanned<String>>,
     provides: Spanned<Vec<PluginKind>>,
     #[serde(default)]
+    runtime: Option<Spanned<Runtime>>,
+    #[serde(default)]
     wasm: Option<Spanned<String>>,
+    #[serde(default)]
+    library: Option<Spanned<String>>,
     #[serde(default)]
     capabilities: Option<Spanned<Capabilities>>,
     #[serde(default)]
@@ -352,34 +406,92 @@ impl Manifest {
         provides.sort();
         provides.dedup();
 
-        let wasm = match &raw.wasm {
-            None => PathBuf::from("plugin.wasm"),
-            Some(wasm) => {
-                let candidate = PathBuf::from(wasm.get_ref());
-                let inside = !wasm.get_ref().is_empty()
-                    && candidate
-                        .components()
-                        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-                if !inside {
+        let runtime = match &raw.runtime {
+            None => Runtime::Component,
+            Some(runtime) => {
+                let value = *runtime.get_ref();
+                if !value.supported() {
+                    let (what, feature) = match value {
+                        Runtime::Extism => ("Extism", "extism"),
+                        _ => ("native plugin", "native"),
+                    };
                     return Err(at(
-                        wasm.span(),
-                        "wasm",
-                        format!(
-                            "{:?} must be a relative path inside the plugin directory",
-                            wasm.get_ref()
-                        ),
+                        runtime.span(),
+                        "runtime",
+                        format!("this build has no {what} support (feature `{feature}`)"),
                     ));
                 }
-                candidate
+                value
             }
+        };
+        if runtime != Runtime::Component && provides != [PluginKind::Tools] {
+            return Err(at(
+                raw.provides.span(),
+                "provides",
+                format!("a plugin with runtime \"{runtime}\" can only provide tools"),
+            ));
+        }
+
+        let relative_file = |file: &Spanned<String>, key: &str| {
+            let candidate = PathBuf::from(file.get_ref());
+            let inside = !file.get_ref().is_empty()
+                && candidate
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            if inside {
+                Ok(candidate)
+            } else {
+                Err(at(
+                    file.span(),
+                    key,
+                    format!(
+                        "{:?} must be a relative path inside the plugin directory",
+                        file.get_ref()
+                    ),
+                ))
+            }
+        };
+        let wasm = match (runtime, &raw.wasm, &raw.library) {
+            (Runtime::Native, Some(wasm), _) => {
+                return Err(at(
+                    wasm.span(),
+                    "wasm",
+                    "a native plugin names its shared library with `library`, not `wasm`".into(),
+                ));
+            }
+            (Runtime::Native, None, None) => {
+                return Err(at(
+                    raw.runtime.as_ref().map_or(0..0, Spanned::span),
+                    "library",
+                    "a native plugin must name its shared library (`library = \"libNAME.so\"`)"
+                        .into(),
+                ));
+            }
+            (Runtime::Native, None, Some(library)) => relative_file(library, "library")?,
+            (_, _, Some(library)) => {
+                return Err(at(
+                    library.span(),
+                    "library",
+                    "only native plugins (`runtime = \"native\"`) have a `library`".into(),
+                ));
+            }
+            (_, None, None) => PathBuf::from("plugin.wasm"),
+            (_, Some(wasm), None) => relative_file(wasm, "wasm")?,
         };
 
         let capabilities = match raw.capabilities {
+            None if runtime == Runtime::Native => {
+                return Err(at(
+                    raw.runtime.as_ref().map_or(0..0, Spanned::span),
+                    "capabilities.trust-native",
+                    NATIVE_MUST_REQUEST_TRUST.into(),
+                ));
+            }
             None => Capabilities::default(),
             Some(caps) => {
                 let span = caps.span();
                 let caps = caps.into_inner();
-                validate_capabilities(&caps).map_err(|(key, message)| {
+                validate_capabilities(&caps, runtime).map_err(|(key, message)| {
                     let span = find_key_span(text, &key).unwrap_or(span);
                     at(span, &key, message)
                 })?;
@@ -406,6 +518,15 @@ impl Manifest {
                         find_key_span(text, key).unwrap_or(span),
                         key,
                         format!("must be between 1 and {MAX_TIMEOUT_MS}"),
+                    ));
+                }
+                if runtime == Runtime::Native
+                    && let Some(span) = find_key_span(text, "limits.memory-mb")
+                {
+                    return Err(at(
+                        span,
+                        "limits.memory-mb",
+                        "a native plugin's memory cannot be limited; remove this key".into(),
                     ));
                 }
                 limits
@@ -456,6 +577,7 @@ impl Manifest {
             description: raw.description,
             toolset,
             provides,
+            runtime,
             wasm,
             capabilities,
             limits,
@@ -479,7 +601,41 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-fn validate_capabilities(caps: &Capabilities) -> Result<(), (String, String)> {
+const NATIVE_MUST_REQUEST_TRUST: &str = "a native plugin runs unsandboxed and must request it: \
+     `[capabilities] trust-native = true`";
+
+fn validate_capabilities(caps: &Capabilities, runtime: Runtime) -> Result<(), (String, String)> {
+    if runtime == Runtime::Native {
+        if !caps.trust_native {
+            return Err((
+                "capabilities.trust-native".into(),
+                NATIVE_MUST_REQUEST_TRUST.into(),
+            ));
+        }
+        let sandboxed = [
+            ("filesystem", !caps.filesystem.is_empty()),
+            ("network", !caps.network.is_empty()),
+            ("exec", caps.exec),
+            ("env", !caps.env.is_empty()),
+            ("kv", caps.kv),
+            ("session-search", caps.session_search),
+        ];
+        if let Some((key, _)) = sandboxed.iter().find(|(_, asked)| *asked) {
+            return Err((
+                format!("capabilities.{key}"),
+                "a native plugin runs unsandboxed: it cannot be limited to capabilities; \
+                 request only trust-native"
+                    .into(),
+            ));
+        }
+        return Ok(());
+    }
+    if caps.trust_native {
+        return Err((
+            "capabilities.trust-native".into(),
+            "only native plugins (`runtime = \"native\"`) request trust-native".into(),
+        ));
+    }
     for (i, fs) in caps.filesystem.iter().enumerate() {
         let key = format!("capabilities.filesystem[{i}].path");
         let path = fs.path.as_str();

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin, Placed, names};
+use crate::host::{Backend, LoadedInner, LoadedPlugin, Placed, names};
 use crate::invoke::{CallFor, Prepared, classify, prepare, race};
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
@@ -220,7 +220,12 @@ impl PluginTools {
         let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
         let mut specs = Vec::new();
         for plugin in plugins {
-            if plugin.inner.tool_pre.is_none() {
+            let serves_tools = match plugin.inner.backend {
+                Backend::Component => plugin.inner.tool_pre.is_some(),
+                #[cfg(any(feature = "extism", feature = "native"))]
+                _ => true,
+            };
+            if !serves_tools {
                 continue;
             }
             let index = entries.len();
@@ -301,15 +306,30 @@ impl PluginTools {
             call_id: call_id.to_owned(),
             cwd: sandbox.guest_cwd.clone(),
         };
-        let result = invoke_call_tool(
-            &entry.plugin.inner,
-            sandbox,
-            tool,
-            arguments,
-            &context,
-            cancel,
-        )
-        .await;
+        let inner = &entry.plugin.inner;
+        let result = match &inner.backend {
+            Backend::Component => {
+                invoke_call_tool(inner, sandbox, tool, arguments, &context, cancel).await
+            }
+            #[cfg(feature = "extism")]
+            Backend::Extism(module) => {
+                module
+                    .call(
+                        &entry.extism,
+                        &inner.shared,
+                        sandbox,
+                        tool,
+                        arguments,
+                        &context,
+                        cancel,
+                    )
+                    .await
+            }
+            #[cfg(feature = "native")]
+            Backend::Native(library) => {
+                crate::native::call(library, &inner.shared, tool, arguments, cancel).await
+            }
+        };
         if let Err(err) = &result
             && err.is_plugin_failure()
         {

@@ -239,3 +239,127 @@ fn load_reads_the_file_and_names_it() {
         .to_string();
     assert!(err.contains("missing.toml"), "{err}");
 }
+
+const NATIVE: &str = r#"name = "fast"
+version = "0.1.0"
+api = "0.1.1"
+runtime = "native"
+library = "libfast.so"
+provides = ["tools"]
+
+[capabilities]
+trust-native = true
+"#;
+
+#[test]
+fn the_runtime_defaults_to_component() {
+    let m = parse(MINIMAL).unwrap();
+    assert_eq!(m.runtime, talaria_plugin_host::Runtime::Component);
+    assert!(!m.capabilities.trust_native);
+    let e = error(&format!("{MINIMAL}runtime = \"python\"\n"));
+    assert!(
+        e.starts_with("/x/plugin.toml:5:11: runtime: unknown variant `python`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn only_native_plugins_request_trust_native() {
+    let e = error(&format!("{MINIMAL}[capabilities]\ntrust-native = true\n"));
+    assert!(
+        e.contains("capabilities.trust-native: only native plugins (`runtime = \"native\"`) request trust-native"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_library_belongs_to_native_plugins() {
+    let e = error(&format!("{MINIMAL}library = \"libx.so\"\n"));
+    assert!(e.contains("library: only native plugins"), "{e}");
+}
+
+#[cfg(feature = "extism")]
+#[test]
+fn extism_plugins_provide_tools_from_a_module() {
+    let m = parse(&format!(
+        "{MINIMAL}runtime = \"extism\"\nwasm = \"probe.wasm\"\n"
+    ))
+    .unwrap();
+    assert_eq!(m.runtime, talaria_plugin_host::Runtime::Extism);
+    assert_eq!(m.wasm, Path::new("probe.wasm"));
+    let e = error(
+        &(MINIMAL.replace("[\"tools\"]", "[\"tools\", \"hooks\"]") + "runtime = \"extism\"\n"),
+    );
+    assert!(
+        e.contains("provides: a plugin with runtime \"extism\" can only provide tools"),
+        "{e}"
+    );
+}
+
+#[cfg(not(feature = "extism"))]
+#[test]
+fn extism_needs_the_feature() {
+    let e = error(&format!("{MINIMAL}runtime = \"extism\"\n"));
+    assert_eq!(
+        e,
+        "/x/plugin.toml:5:11: runtime: this build has no Extism support (feature `extism`)"
+    );
+}
+
+#[cfg(not(feature = "native"))]
+#[test]
+fn native_needs_the_feature() {
+    let e = error(NATIVE);
+    assert!(
+        e.ends_with("runtime: this build has no native plugin support (feature `native`)"),
+        "{e}"
+    );
+}
+
+#[cfg(feature = "native")]
+#[test]
+fn native_plugins_name_a_library_and_request_only_trust() {
+    let m = parse(NATIVE).unwrap();
+    assert_eq!(m.runtime, talaria_plugin_host::Runtime::Native);
+    assert_eq!(m.wasm, Path::new("libfast.so"));
+    assert!(m.capabilities.trust_native);
+
+    for (text, expected) in [
+        (
+            NATIVE.replace("trust-native = true", ""),
+            "capabilities.trust-native: a native plugin runs unsandboxed and must request it",
+        ),
+        (
+            NATIVE.replace("\n[capabilities]\ntrust-native = true\n", ""),
+            "capabilities.trust-native: a native plugin runs unsandboxed and must request it",
+        ),
+        (
+            NATIVE.replace(
+                "trust-native = true",
+                "trust-native = true\nnetwork = [\"a.org:443\"]",
+            ),
+            "capabilities.network: a native plugin runs unsandboxed: it cannot be limited",
+        ),
+        (
+            NATIVE.replace("library = \"libfast.so\"\n", ""),
+            "library: a native plugin must name its shared library",
+        ),
+        (
+            NATIVE.replace("library = \"libfast.so\"", "wasm = \"x.wasm\""),
+            "wasm: a native plugin names its shared library with `library`",
+        ),
+        (
+            NATIVE.replace("library = \"libfast.so\"", "library = \"../libfast.so\""),
+            "library: \"../libfast.so\" must be a relative path inside the plugin directory",
+        ),
+        (
+            format!("{NATIVE}[limits]\nmemory-mb = 64\n"),
+            "limits.memory-mb: a native plugin's memory cannot be limited",
+        ),
+    ] {
+        let e = error(&text);
+        assert!(e.contains(expected), "{expected:?} not in {e:?}");
+    }
+    let m = parse(&format!("{NATIVE}[limits]\ntimeout-ms = 500\n")).unwrap();
+    assert_eq!(m.limits.timeout_ms, 500, "the host stops waiting after it");
+}

@@ -70,10 +70,7 @@ impl Home {
         };
         let cache = home.path().join("cache").join("plugins");
         std::fs::create_dir_all(&cache).unwrap();
-        for entry in std::fs::read_dir(warm).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), cache.join(entry.file_name())).unwrap();
-        }
+        copy_dir(warm, &cache);
         home.write_config("retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n");
         home
     }
@@ -261,4 +258,30 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Builds the probes of the other plugin runtimes (Extism module, native
+/// library) with `scripts/build-probes`, once per test binary.
+pub fn build_probes() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-probes");
+        let output = Command::new(&script)
+            .output()
+            .expect("scripts/build-probes runs");
+        assert!(
+            output.status.success(),
+            "building the probes failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    });
+}
+
+/// Copies the built probe `name` (`target/plugins/test/<name>`) to `into`.
+pub fn install_probe(name: &str, into: &Path) {
+    build_probes();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/plugins/test")
+        .join(name);
+    copy_dir(&built, into);
 }

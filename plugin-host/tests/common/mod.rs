@@ -201,3 +201,52 @@ pub fn probe_variant(into: &Path, name: &str, config: &[(&str, &str)]) -> PathBu
 pub fn commands_probe_dir() -> PathBuf {
     plugin_dir("test/commands-probe")
 }
+
+static PROBES: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// The packaged probe of a runtime other than components
+/// (`test/extism-probe`, `test/extism-probe-wasi`, `test/native-probe`),
+/// built once per test binary with `scripts/build-probes` (quick when cached).
+pub fn probe_dir(relative: &str) -> PathBuf {
+    let result = PROBES.get_or_init(|| {
+        if std::env::var_os("TALARIA_PLUGINS_PREBUILT").is_some() {
+            return Ok(());
+        }
+        let script = repo().join("scripts/build-probes");
+        let output = Command::new(&script)
+            .current_dir(repo())
+            .output()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed: {}\n{}",
+                script.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    });
+    if let Err(e) = result {
+        panic!("building the probes: {e}");
+    }
+    let root = std::env::var_os("TALARIA_PLUGINS_PREBUILT").map_or_else(plugins_out, PathBuf::from);
+    root.join(relative)
+}
+
+/// A copy of a packaged probe (every file) whose manifest is rewritten by `edit`.
+pub fn probe_variant_of(
+    source: &Path,
+    into: &Path,
+    edit: impl FnOnce(String) -> String,
+) -> PathBuf {
+    std::fs::create_dir_all(into).unwrap();
+    for entry in std::fs::read_dir(source).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), into.join(entry.file_name())).unwrap();
+    }
+    let manifest = std::fs::read_to_string(source.join("plugin.toml")).unwrap();
+    std::fs::write(into.join("plugin.toml"), edit(manifest)).unwrap();
+    into.to_path_buf()
+}

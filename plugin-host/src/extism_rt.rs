@@ -1,0 +1,441 @@
+//! Extism plugins: core WebAssembly modules written with an Extism PDK that
+//! provide tools through the Extism tool ABI (see the README):
+//!
+//! - export `describe` (no input) → the JSON tool list ([`crate::described`]);
+//! - export `call`, input `{"tool", "arguments", "session_id", "call_id",
+//!   "cwd"}` → the tool's result as text, or an Extism error (the PDK's
+//!   `Err(...)`), which the model reads as the tool's error.
+//!
+//! The plugin's grants become its Extism manifest: granted network patterns →
+//! `allowed_hosts` (host names only: Extism does not check ports), granted
+//! directories → `allowed_paths` (`ro:` for read-only), `limits.memory-mb` →
+//! `memory.max_pages`, `limits.timeout-ms` → `timeout_ms`, `[config]` and
+//! granted env vars → `config`. Each call runs in a fresh `extism::Plugin`
+//! made from a `CompiledPlugin` (compiled once, through wasmtime's cache in
+//! the host's cache directory) on a blocking thread.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use extism::{CompiledPlugin, PluginBuilder, Wasm};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CallError;
+use crate::log::{LogLevel, LogSource};
+use crate::manifest::Access;
+use crate::sandbox::Sandbox;
+use crate::state::PluginShared;
+
+/// How long past its deadline the host waits for a call that is blocked
+/// outside wasm (an HTTP request) before giving up on it.
+const HOST_WAIT_GRACE: Duration = Duration::from_millis(500);
+
+/// Largest HTTP response body an Extism plugin may receive, at most its
+/// memory limit.
+const MAX_HTTP_RESPONSE_BYTES: u64 = 16 << 20;
+
+/// A loaded Extism plugin.
+pub(crate) struct ExtismPlugin {
+    /// The manifest every call starts from (no directories yet).
+    base: extism::Manifest,
+    /// wasmtime's cache configuration (a file in the host's cache directory).
+    cache_config: Option<PathBuf>,
+    /// Compiled for calls without directories (`describe`, plugins granted no
+    /// filesystem).
+    bare: Arc<CompiledPlugin>,
+}
+
+/// A plugin placed in one working directory: compiled, on first use, with
+/// the directories its grants resolve to there.
+#[derive(Default)]
+pub(crate) struct Placement(Arc<OnceLock<Result<Arc<CompiledPlugin>, String>>>);
+
+/// The wasmtime cache configuration for Extism's engines: compiled modules go
+/// to `<cache_dir>/extism`. Written once per host; `None` (compile every
+/// time) when it cannot be written.
+pub(crate) fn cache_config(cache_dir: &Path) -> Option<PathBuf> {
+    let dir = cache_dir.join("extism");
+    crate::cache::create_private_dir(&dir).ok()?;
+    let dir = dir.canonicalize().ok()?;
+    let mut cache = toml::Table::new();
+    cache.insert(
+        "directory".into(),
+        toml::Value::String(dir.to_str()?.to_owned()),
+    );
+    let mut config = toml::Table::new();
+    config.insert("cache".into(), toml::Value::Table(cache));
+    let path = dir.join("wasmtime-cache.toml");
+    let text = toml::to_string(&config).ok()?;
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+        let temp = path.with_extension(format!("tmp.{}", std::process::id()));
+        std::fs::write(&temp, text).ok()?;
+        std::fs::rename(&temp, &path).ok()?;
+    }
+    Some(path)
+}
+
+/// The Extism `allowed_hosts` glob for a granted `host:port` pattern: its host
+/// (Extism matches the URL's host name against globs and ignores ports), with
+/// glob metacharacters escaped except a leading `*.` or a lone `*`.
+fn host_glob(pattern: &str) -> Option<String> {
+    let (host, _port) = pattern.rsplit_once(':')?;
+    Some(match host.strip_prefix("*.") {
+        _ if host == "*" => "*".to_owned(),
+        Some(suffix) => format!("*.{}", extism_glob_escape(suffix)),
+        None => extism_glob_escape(host),
+    })
+}
+
+/// Escapes `?`, `*`, `[` and `]` the way `glob::Pattern::escape` does.
+fn extism_glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '?' | '*' | '[' | ']' => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `allowed_paths` for a sandbox's preopens: host path (`ro:`-prefixed when
+/// read-only) → guest path. `$CWD` is mapped at its absolute path and at
+/// `.`, under a second spelling of the host path (`<dir>/.`) since the map
+/// is keyed by host path.
+fn allowed_paths(sandbox: &Sandbox) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut paths = BTreeMap::new();
+    for preopen in &sandbox.preopens {
+        let host = preopen
+            .host
+            .to_str()
+            .ok_or_else(|| format!("{} is not valid UTF-8", preopen.host.display()))?;
+        let host = if preopen.guest == "." {
+            format!("{}/.", host.trim_end_matches('/'))
+        } else {
+            host.to_owned()
+        };
+        let key = match preopen.access {
+            Access::ReadOnly => format!("ro:{host}"),
+            Access::ReadWrite => host,
+        };
+        paths.insert(key, PathBuf::from(&preopen.guest));
+    }
+    Ok(paths)
+}
+
+fn compile(
+    manifest: extism::Manifest,
+    cache_config: Option<&Path>,
+) -> Result<CompiledPlugin, String> {
+    let builder = PluginBuilder::new(manifest).with_wasi(true);
+    let builder = match cache_config {
+        Some(path) => builder.with_cache_config(path),
+        None => builder.with_cache_disabled(),
+    };
+    CompiledPlugin::new(builder).map_err(|e| format!("{e:#}"))
+}
+
+impl ExtismPlugin {
+    /// Compiles `wasm` with the plugin's limits, hosts and config (blocking:
+    /// call it on a blocking thread).
+    pub(crate) fn compile(
+        shared: &PluginShared,
+        wasm: Vec<u8>,
+        cache_config: Option<PathBuf>,
+    ) -> Result<Self, String> {
+        let mut config = shared.config.clone();
+        for name in &shared.caps.env {
+            if let Ok(value) = std::env::var(name) {
+                config.insert(name.clone(), value);
+            }
+        }
+        let pages = shared.limits.memory_mb.saturating_mul(16);
+        let mut base = extism::Manifest::new([Wasm::data(wasm)])
+            .with_memory_max(pages)
+            .with_timeout(shared.timeout())
+            .with_allowed_hosts(shared.caps.network.iter().filter_map(|p| host_glob(p)))
+            .with_config(config.into_iter());
+        base.memory.max_http_response_bytes =
+            Some(MAX_HTTP_RESPONSE_BYTES.min(u64::from(shared.limits.memory_mb) << 20));
+        let bare = compile(base.clone(), cache_config.as_deref())?;
+        let plugin = extism::Plugin::new_from_compiled(&bare).map_err(|e| format!("{e:#}"))?;
+        for export in ["describe", "call"] {
+            if !plugin.function_exists(export) {
+                return Err(format!(
+                    "the module does not export `{export}` (the Extism tool ABI needs \
+                     `describe` and `call`)"
+                ));
+            }
+        }
+        Ok(Self {
+            base,
+            cache_config,
+            bare: Arc::new(bare),
+        })
+    }
+
+    /// Runs `describe` in a fresh plugin; the raw tool list.
+    pub(crate) async fn describe(&self, shared: &Arc<PluginShared>) -> Result<Vec<u8>, CallError> {
+        run(
+            self.bare.clone(),
+            shared,
+            "describe",
+            Vec::new(),
+            "describe",
+            None,
+        )
+        .await
+    }
+
+    /// The compiled plugin for calls in `sandbox` (compiled on first use when
+    /// the sandbox has directories).
+    fn compiled_for(
+        &self,
+        placement: &Placement,
+        sandbox: &Sandbox,
+    ) -> Result<Arc<CompiledPlugin>, String> {
+        if sandbox.preopens.is_empty() {
+            return Ok(self.bare.clone());
+        }
+        placement
+            .0
+            .get_or_init(|| {
+                let mut manifest = self.base.clone();
+                manifest.allowed_paths = Some(allowed_paths(sandbox)?);
+                compile(manifest, self.cache_config.as_deref()).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Calls `tool` in a fresh plugin.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        placement: &Placement,
+        shared: &Arc<PluginShared>,
+        sandbox: &Sandbox,
+        tool: &str,
+        arguments: &str,
+        context: &crate::bindings::CallContext,
+        cancel: &CancellationToken,
+    ) -> Result<String, CallError> {
+        let arguments: serde_json::Value = serde_json::from_str(arguments)
+            .map_err(|e| CallError::Tool(format!("invalid arguments: {e}")))?;
+        let input = serde_json::json!({
+            "tool": tool,
+            "arguments": arguments,
+            "session_id": context.session_id,
+            "call_id": context.call_id,
+            "cwd": context.cwd,
+        })
+        .to_string()
+        .into_bytes();
+        let compiled = {
+            let this = self.clone();
+            let placement = Placement(placement.0.clone());
+            let sandbox = sandbox.clone();
+            tokio::task::spawn_blocking(move || this.compiled_for(&placement, &sandbox))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r)
+                .map_err(|message| CallError::Host {
+                    plugin: shared.name.clone(),
+                    message: format!("compiling for this directory: {message}"),
+                })?
+        };
+        let output = run(compiled, shared, "call", input, tool, Some(cancel)).await?;
+        String::from_utf8(output).map_err(|e| {
+            let err = CallError::InvalidOutput {
+                plugin: shared.name.clone(),
+                tool: tool.to_owned(),
+                message: format!("not UTF-8: {e}"),
+            };
+            shared
+                .log
+                .push(LogLevel::Error, LogSource::Host, &err.to_string());
+            err
+        })
+    }
+}
+
+/// Calls `export` with `input` in a fresh plugin on a blocking thread; a
+/// cancellation interrupts it (and returns at once).
+async fn run(
+    compiled: Arc<CompiledPlugin>,
+    shared: &Arc<PluginShared>,
+    export: &'static str,
+    input: Vec<u8>,
+    tool: &str,
+    cancel: Option<&CancellationToken>,
+) -> Result<Vec<u8>, CallError> {
+    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+    let started = Instant::now();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut plugin = extism::Plugin::new_from_compiled(&compiled).map_err(|e| (e, -1))?;
+        let _ = handle_tx.send(plugin.cancel_handle());
+        plugin.call_get_error_code::<&[u8], Vec<u8>>(export, &input)
+    });
+    let limit = shared.timeout() + HOST_WAIT_GRACE;
+    let never = CancellationToken::new();
+    let cancel = cancel.unwrap_or(&never);
+    let plugin = shared.name.clone();
+    let outcome = tokio::select! {
+        biased;
+        () = cancel.cancelled() => {
+            if let Ok(handle) = handle_rx.try_recv() {
+                let _ = handle.cancel();
+            }
+            Err(CallError::Cancelled { plugin, tool: tool.to_owned() })
+        }
+        joined = tokio::time::timeout(limit, task) => match joined {
+            Err(_) => Err(CallError::Timeout {
+                plugin,
+                tool: tool.to_owned(),
+                timeout_ms: shared.limits.timeout_ms,
+            }),
+            Ok(Err(join)) => Err(CallError::Host {
+                plugin,
+                message: format!("the call to {tool} failed: {join}"),
+            }),
+            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Err((error, code)))) => Err(classify(shared, tool, &error, code, started.elapsed())),
+        },
+    };
+    if let Err(err) = &outcome
+        && !matches!(err, CallError::Tool(_))
+    {
+        shared
+            .log
+            .push(LogLevel::Error, LogSource::Host, &err.to_string());
+    }
+    outcome
+}
+
+/// What an Extism error means: Extism reports a timeout as `timeout`, memory
+/// exhaustion as `oom`, a trap with the trap in the error chain (return code
+/// 134), a WASI exit with its code, its own failures with -1; anything else is
+/// the plugin's own error message.
+fn classify(
+    shared: &PluginShared,
+    tool: &str,
+    error: &extism::Error,
+    code: i32,
+    elapsed: Duration,
+) -> CallError {
+    let plugin = shared.name.clone();
+    let tool = tool.to_owned();
+    let text = error.to_string();
+    let trap = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<wasmtime::Trap>());
+    if text == "timeout" {
+        // One engine per plugin: another call's timeout interrupts this one too.
+        return if elapsed + Duration::from_millis(50) >= shared.timeout() {
+            CallError::Timeout {
+                plugin,
+                tool,
+                timeout_ms: shared.limits.timeout_ms,
+            }
+        } else {
+            CallError::Host {
+                plugin,
+                message: format!(
+                    "{tool} was interrupted (another call of this plugin timed out or was cancelled)"
+                ),
+            }
+        };
+    }
+    if text == "oom" {
+        return CallError::OutOfMemory {
+            plugin,
+            tool,
+            limit_mb: shared.limits.memory_mb,
+        };
+    }
+    if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return CallError::Trap {
+            plugin,
+            tool,
+            message: format!("exited with code {}", exit.0),
+        };
+    }
+    if trap.is_some() || code == 134 {
+        let message = match trap {
+            Some(trap) => {
+                let text = trap.to_string();
+                text.strip_prefix("wasm trap: ").unwrap_or(&text).to_owned()
+            }
+            None => format!("{error:#}"),
+        };
+        return CallError::Trap {
+            plugin,
+            tool,
+            message,
+        };
+    }
+    if code == -1 {
+        return CallError::Host {
+            plugin,
+            message: format!("{tool}: {error:#}"),
+        };
+    }
+    CallError::Tool(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Preopen;
+
+    #[test]
+    fn network_patterns_become_host_globs() {
+        for (pattern, glob) in [
+            ("api.example.org:443", "api.example.org"),
+            ("*.example.org:443", "*.example.org"),
+            ("127.0.0.1:*", "127.0.0.1"),
+            ("[::1]:8080", "[[]::1[]]"),
+            ("*:443", "*"),
+        ] {
+            assert_eq!(host_glob(pattern).as_deref(), Some(glob), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn preopens_become_allowed_paths_with_read_only_marked() {
+        let sandbox = Sandbox {
+            preopens: vec![
+                Preopen {
+                    host: "/work".into(),
+                    guest: ".".into(),
+                    access: Access::ReadWrite,
+                },
+                Preopen {
+                    host: "/work".into(),
+                    guest: "/work".into(),
+                    access: Access::ReadWrite,
+                },
+                Preopen {
+                    host: "/opt/docs".into(),
+                    guest: "/opt/docs".into(),
+                    access: Access::ReadOnly,
+                },
+            ],
+            guest_cwd: Some("/work".into()),
+            host_cwd: Some("/work".into()),
+        };
+        let paths = allowed_paths(&sandbox).unwrap();
+        let expected: BTreeMap<String, PathBuf> = [
+            ("/work/.".to_owned(), PathBuf::from(".")),
+            ("/work".to_owned(), PathBuf::from("/work")),
+            ("ro:/opt/docs".to_owned(), PathBuf::from("/opt/docs")),
+        ]
+        .into();
+        assert_eq!(paths, expected);
+    }
+}
