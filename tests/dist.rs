@@ -116,5 +116,34 @@ fn minimal_and_default_distributions_build_and_run_offline() {
             .unwrap();
         assert!(version.status.success());
         converse(&dist);
+        assert_eq!(
+            extism_support(&dist),
+            name == "default",
+            "Extism plugins load in the default distribution only"
+        );
     }
+}
+
+/// Whether the distribution's binary accepts an Extism plugin's manifest.
+fn extism_support(dist: &Path) -> bool {
+    let home = Home::new();
+    common::install_test_plugin(&home, "extism-probe");
+    let output = Command::new(dist.join("talaria"))
+        .args(["plugins", "list"])
+        .env_clear()
+        .env("TALARIA_HOME", home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if text.contains("no Extism support") {
+        return false;
+    }
+    assert!(text.contains("extism-probe"), "{text}");
+    true
 }
