@@ -8,7 +8,7 @@ mod common;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use common::{Home, assert_code, build_plugins, copy_dir, run, stderr, stdout};
+use common::{Home, assert_code, assert_contains, build_plugins, copy_dir, run, stderr, stdout};
 use talaria_testkit::StaticServer;
 
 /// A directory index signed with a key made by `talaria plugin keygen`,
@@ -57,11 +57,7 @@ impl IndexFixture {
         ]));
         assert_code(&output, 0);
         let sha = talaria_registry::sha256_hex(&std::fs::read(&archive).unwrap());
-        assert!(
-            stdout(&output).contains(&format!("sha256 {sha}")),
-            "{}",
-            stdout(&output)
-        );
+        assert_contains(&stdout(&output), &format!("sha256 {sha}"));
         let output = run(self.tools.talaria(&[
             "plugin",
             "publish",
@@ -134,7 +130,7 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
 
     let output = run(home.talaria(&["plugin", "search", "test plugin"]));
     assert_code(&output, 0);
-    assert!(stdout(&output).contains("noop"), "{}", stdout(&output));
+    assert_contains(&stdout(&output), "noop");
 
     // ^1 picks 1.1.0: 1.2.0 needs a plugin API this host lacks.
     let output = run(home.talaria(&["plugin", "install", "noop@^1"]));
@@ -149,36 +145,23 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     assert!(lock.contains("requirement = \"^1\""), "{lock}");
     let output = run(home.talaria(&["plugins", "info", "noop"]));
     assert_code(&output, 0);
-    assert!(
-        stdout(&output).contains("status:    loads"),
-        "{}",
-        stdout(&output)
-    );
+    assert_contains(&stdout(&output), "status:    loads");
 
     let output = run(home.talaria(&["plugin", "install", "noop@=1.2.0"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.1"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.1",
     );
 
     let output = run(home.talaria(&["plugin", "install", "noop@=1.0.0"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("--allow-downgrade"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "--allow-downgrade");
     assert_eq!(installed_version(&home, "noop").as_deref(), Some("1.1.0"));
 
     let output = run(home.talaria(&["plugin", "list", "--outdated"]));
     assert_code(&output, 0);
-    assert!(
-        stdout(&output).contains("noop 1.1.0 → 2.0.0"),
-        "{}",
-        stdout(&output)
-    );
+    assert_contains(&stdout(&output), "noop 1.1.0 → 2.0.0");
 
     // 2.0.0 asks for capabilities: without a terminal, only --grant decides.
     let output = run(home.talaria(&["plugin", "install", "noop@^2"]));
@@ -192,11 +175,7 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     assert_eq!(installed_version(&home, "noop").as_deref(), Some("1.1.0"));
     let output = run(home.talaria(&["plugin", "install", "noop@^2", "--grant", "kv"]));
     assert_code(&output, 0);
-    assert!(
-        stdout(&output).contains("granted: kv"),
-        "{}",
-        stdout(&output)
-    );
+    assert_contains(&stdout(&output), "granted: kv");
     assert_eq!(installed_version(&home, "noop").as_deref(), Some("2.0.0"));
     let grants = home.read("plugin-grants.yaml");
     assert!(
@@ -213,10 +192,9 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     );
     let output = run(home.talaria(&["plugin", "update"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("asks for more than the installed version: exec"),
-        "{}",
-        stderr(&output)
+    assert_contains(
+        &stderr(&output),
+        "asks for more than the installed version: exec",
     );
     assert_eq!(installed_version(&home, "noop").as_deref(), Some("2.0.0"));
     let output = run(home.talaria(&["plugin", "update", "--grant", "all"]));
@@ -226,11 +204,7 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
 
     let output = run(home.talaria(&["plugin", "update"]));
     assert_code(&output, 0);
-    assert!(
-        stdout(&output).contains("noop 2.1.0 is up to date"),
-        "{}",
-        stdout(&output)
-    );
+    assert_contains(&stdout(&output), "noop 2.1.0 is up to date");
 
     let output = run(home.talaria(&["plugin", "remove", "noop"]));
     assert_code(&output, 0);
@@ -262,7 +236,7 @@ fn tampered_archives_and_bad_signatures_are_refused() {
     std::fs::write(&served, &tampered).unwrap();
     let output = run(home.talaria(&["plugin", "install", "noop"]));
     assert_code(&output, 1);
-    assert!(stderr(&output).contains("SHA-256"), "{}", stderr(&output));
+    assert_contains(&stderr(&output), "SHA-256");
     assert!(!home.path().join("plugins/noop").exists());
 
     // The entry rewritten to match the tampered archive: the signature fails.
@@ -271,11 +245,7 @@ fn tampered_archives_and_bad_signatures_are_refused() {
     index.write_plugin_file("noop", &file);
     let output = run(home.talaria(&["plugin", "install", "noop"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("signature does not verify"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "signature does not verify");
     assert!(!home.path().join("plugins/noop").exists());
 
     // An unsigned entry is refused unless the user allowed it for this index.
@@ -289,11 +259,7 @@ fn tampered_archives_and_bad_signatures_are_refused() {
     index.write_plugin_file("noop", &unsigned);
     let output = run(home.talaria(&["plugin", "install", "noop"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("not signed"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "not signed");
 
     // A key the user did not pin signs nothing for this index.
     let stranger = index.dir.path().join("stranger.key");
@@ -306,11 +272,7 @@ fn tampered_archives_and_bad_signatures_are_refused() {
     index.write_plugin_file("noop", &foreign);
     let output = run(home.talaria(&["plugin", "install", "noop"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("signature does not verify"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "signature does not verify");
 
     let unsigned_home = Home::new();
     index.write_plugin_file("noop", &unsigned);
@@ -421,11 +383,7 @@ fn hostile_archives_are_refused_from_an_index_and_from_a_file() {
         index.write_plugin_file("noop", &file);
         let output = run(home.talaria(&["plugin", "install", "noop@=1.0.1"]));
         assert_code(&output, 1);
-        assert!(
-            stderr(&output).contains(why),
-            "case {i}: {}",
-            stderr(&output)
-        );
+        assert_contains(&stderr(&output), why);
         assert!(!home.path().join("plugins/noop").exists(), "case {i}");
         assert!(!home.path().join("plugins/escaped").exists(), "case {i}");
         assert!(!Path::new("/tmp/absolute-escape").exists(), "case {i}");
@@ -434,11 +392,7 @@ fn hostile_archives_are_refused_from_an_index_and_from_a_file() {
         std::fs::write(&local, archive).unwrap();
         let output = run(home.talaria(&["plugin", "install", local.to_str().unwrap()]));
         assert_code(&output, 1);
-        assert!(
-            stderr(&output).contains(why),
-            "local case {i}: {}",
-            stderr(&output)
-        );
+        assert_contains(&stderr(&output), why);
     }
     // Staging leftovers never show up as plugins.
     let listed = run(home.talaria(&["plugin", "list"]));
@@ -484,11 +438,7 @@ fn a_lockfile_reproduces_the_same_bytes_elsewhere() {
     }
     let output = run(third.talaria(&["plugin", "install", "--locked"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("different archive"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "different archive");
     assert!(!third.path().join("plugins/noop").exists());
 }
 
@@ -503,11 +453,7 @@ fn concurrent_installs_of_different_plugins_all_land() {
     index.add_to(&home, &[]);
     let output = run(home.talaria(&["plugin", "install", "alpha"]));
     assert_code(&output, 2);
-    assert!(
-        stderr(&output).contains("alpha 1.0.0 asks for: kv"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "alpha 1.0.0 asks for: kv");
     assert!(!home.path().join("plugins/alpha").exists());
     let children: Vec<_> = names
         .iter()
@@ -560,11 +506,7 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
 
     let output = run(home.talaria(&["plugin", "install", "nonexistent"]));
     assert_code(&output, 1);
-    assert!(
-        stderr(&output).contains("no plugin named 'nonexistent'"),
-        "{}",
-        stderr(&output)
-    );
+    assert_contains(&stderr(&output), "no plugin named 'nonexistent'");
     let output = run(home.talaria(&["plugin", "install", "noop@banana"]));
     assert_code(&output, 2);
 }

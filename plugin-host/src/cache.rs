@@ -77,13 +77,11 @@ impl CompileCache {
         format!("{digest}-{}.cwasm", self.engine_hash)
     }
 
-    pub(crate) fn path_for(&self, wasm: &[u8]) -> PathBuf {
-        self.dir.join(self.file_name(wasm))
-    }
-
     /// The component for `wasm`, from the cache when possible.
     pub(crate) fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, Origin), String> {
-        let path = self.path_for(wasm);
+        // One hash of the component names it in both the profile cache and the prebuilt dirs.
+        let name = self.file_name(wasm);
+        let path = self.dir.join(&name);
         if path.is_file() {
             match deserialize_cached(engine, &path) {
                 Ok(component) => {
@@ -96,7 +94,6 @@ impl CompileCache {
                 }
             }
         }
-        let name = self.file_name(wasm);
         for dir in &self.prebuilt {
             let prebuilt = dir.join(&name);
             if prebuilt.is_file()

@@ -194,6 +194,12 @@ impl Home {
     }
 }
 
+/// Asserts `text` contains `needle`, showing the whole text when it does not.
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+}
+
 /// Waits until `done` holds, panicking with `what` after `limit`.
 pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;

@@ -62,7 +62,13 @@ impl From<RegistryError> for Failure {
 
 impl From<talaria_agent::grants::GrantError> for Failure {
     fn from(error: talaria_agent::grants::GrantError) -> Self {
-        Self::Usage(error.to_string())
+        use talaria_agent::grants::GrantError;
+        match error {
+            // The grant file could not be read or written: the operation failed.
+            GrantError::Io { .. } => Self::Failed(error.to_string()),
+            // A bad --grant value or a file the user must fix.
+            _ => Self::Usage(error.to_string()),
+        }
     }
 }
 
