@@ -153,6 +153,22 @@ impl Drop for Staging {
     }
 }
 
+/// Where an archive came from, for the lockfile (name and version come from
+/// the package's own manifest).
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// What the user asked for.
+    pub requirement: semver::VersionReq,
+    /// The index name, or `path`.
+    pub source: String,
+    /// Where it was fetched from.
+    pub url: String,
+    /// SHA-256 of the archive, lowercase hex.
+    pub sha256: String,
+    /// Archive size in bytes.
+    pub size: u64,
+}
+
 impl Prepared {
     /// Unpacks `archive` (already checked against its size and checksum) and
     /// checks the package inside against `expected`.
@@ -160,7 +176,7 @@ impl Prepared {
         layout: &Layout,
         archive: &[u8],
         expected: &Expected,
-        locked: LockedPlugin,
+        provenance: Provenance,
         limits: ArchiveLimits,
     ) -> Result<Self, RegistryError> {
         let staging = Staging(layout.staging(expected.name.as_deref().unwrap_or("local"))?);
@@ -175,6 +191,15 @@ impl Prepared {
                 manifest.api
             )));
         }
+        let locked = LockedPlugin {
+            name: manifest.name.clone(),
+            version: manifest.version.clone(),
+            requirement: provenance.requirement,
+            source: provenance.source,
+            url: provenance.url,
+            sha256: provenance.sha256,
+            size: provenance.size,
+        };
         Ok(Self {
             manifest,
             locked,

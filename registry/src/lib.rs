@@ -25,7 +25,7 @@ pub use index::{
     CatalogEntry, INDEX_FILE, INDEX_FORMAT, IndexConfig, IndexKey, PLUGINS_DIR, PluginFile,
     Signature, VersionEntry, schemas, valid_plugin_name,
 };
-pub use install::{Expected, Layout, Prepared, capabilities_json};
+pub use install::{Expected, Layout, Prepared, Provenance, capabilities_json};
 pub use lockfile::{LockedPlugin, Lockfile, PATH_SOURCE};
 pub use publish::{Packed, Published, inspect, pack, publish};
 pub use resolve::{parse_spec, resolve};

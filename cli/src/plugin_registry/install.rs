@@ -6,8 +6,8 @@ use talaria_agent::ProfileHome;
 use talaria_agent::grants::{GrantStore, describe};
 use talaria_plugin_host::{Grants, HOST_API};
 use talaria_registry::{
-    ArchiveLimits, Expected, Layout, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Registry,
-    RegistryError, pack, parse_spec, resolve,
+    ArchiveLimits, Expected, Layout, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Provenance,
+    Registry, RegistryError, pack, parse_spec, resolve,
 };
 
 use super::grants::decide;
@@ -102,25 +102,20 @@ pub(crate) fn prepare_path(
         std::fs::read(path).map_err(RegistryError::io(path))?
     };
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let locked = LockedPlugin {
-        name: String::new(),
-        version: semver::Version::new(0, 0, 0),
+    let provenance = Provenance {
         requirement,
         source: PATH_SOURCE.to_owned(),
         url: absolute.display().to_string(),
         sha256: talaria_registry::sha256_hex(&archive),
         size: archive.len() as u64,
     };
-    let mut prepared = Prepared::from_archive(
+    Prepared::from_archive(
         layout,
         &archive,
         &Expected::any(),
-        locked,
+        provenance,
         ArchiveLimits::default(),
-    )?;
-    prepared.locked.name = prepared.manifest.name.clone();
-    prepared.locked.version = prepared.manifest.version.clone();
-    Ok(prepared)
+    )
 }
 
 /// Resolves, verifies, downloads and stages `name` from the indexes; with
@@ -162,9 +157,7 @@ pub(crate) async fn prepare_from_index(
     };
     index.verify(name, entry)?;
     let archive = index.download(name, entry).await?;
-    let record = LockedPlugin {
-        name: name.to_owned(),
-        version: entry.version.clone(),
+    let provenance = Provenance {
         requirement: requirement.clone(),
         source: index.name().to_owned(),
         url: entry.url.clone(),
@@ -179,7 +172,7 @@ pub(crate) async fn prepare_from_index(
             version: Some(entry.version.clone()),
             capabilities: Some(entry.capabilities.clone()),
         },
-        record,
+        provenance,
         ArchiveLimits::default(),
     )
 }
