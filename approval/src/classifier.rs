@@ -1,10 +1,13 @@
 //! The classifier: pattern lists loaded from TOML data and matched against normalised commands.
+//!
+//! A rule's regexes are compiled the first time a command contains a literal they require
+//! (talaria-patterns), so classifying `ls` compiles nothing.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use regex::Regex;
 use serde::Deserialize;
+use talaria_patterns::{LiteralTable, PatternSet, Screen, expand_vars};
 
 use crate::error::ApprovalError;
 use crate::normalize::normalize;
@@ -13,8 +16,8 @@ use crate::views::command_views;
 /// The built-in lists, kept as data so they can be reviewed and extended without code changes.
 const BUILTIN_PATTERNS: &str = include_str!("../patterns.toml");
 
-/// How deeply `{{var}}` references may nest.
-const MAX_VAR_DEPTH: usize = 8;
+/// The required literals of the built-in patterns, worked out by `build.rs`.
+const BUILTIN_LITERALS: LiteralTable = include!(concat!(env!("OUT_DIR"), "/literals.rs"));
 
 /// Which rule matched a command, in words the user can judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,7 @@ pub enum Risk {
 /// Classifies commands against the hardline and dangerous lists.
 #[derive(Debug)]
 pub struct Classifier {
+    patterns: PatternSet,
     hardline: Vec<Rule>,
     dangerous: Vec<Rule>,
 }
@@ -47,8 +51,8 @@ pub struct Classifier {
 struct Rule {
     finding: Finding,
     scope: Scope,
-    /// All must match (the same view, for command scope).
-    regexes: Vec<Regex>,
+    /// Indices into the classifier's patterns; all must match (the same view, for command scope).
+    regexes: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -65,7 +69,7 @@ enum Scope {
 #[serde(deny_unknown_fields)]
 struct PatternFile {
     #[serde(default)]
-    vars: BTreeMap<String, String>,
+    vars: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     hardline: Vec<RuleData>,
     #[serde(default)]
@@ -85,7 +89,7 @@ struct RuleData {
 }
 
 impl Classifier {
-    /// The classifier for the built-in `patterns.toml`, compiled on first use.
+    /// The classifier for the built-in `patterns.toml`, loaded on first use.
     pub fn builtin() -> Result<&'static Classifier, ApprovalError> {
         static BUILTIN: OnceLock<Result<Classifier, String>> = OnceLock::new();
         BUILTIN
@@ -94,7 +98,8 @@ impl Classifier {
             .map_err(|message| ApprovalError::Builtin(message.clone()))
     }
 
-    /// Compiles pattern data in the `patterns.toml` format.
+    /// Loads pattern data in the `patterns.toml` format. Syntax is checked here; a regex is
+    /// compiled when a command first needs it (see [`Classifier::compile_all`]).
     pub fn from_toml(text: &str) -> Result<Self, ApprovalError> {
         let file: PatternFile = toml::from_str(text)?;
         let mut seen = HashSet::new();
@@ -103,15 +108,61 @@ impl Classifier {
                 return Err(ApprovalError::DuplicateId(rule.id.clone()));
             }
         }
-        let compile = |rules: Vec<RuleData>| {
-            rules
-                .into_iter()
-                .map(|rule| Rule::compile(rule, &file.vars))
-                .collect::<Result<Vec<_>, _>>()
+        let mut sources = Vec::new();
+        let mut owners = Vec::new();
+        let mut rules = |list: Vec<RuleData>| {
+            list.into_iter()
+                .map(|data| {
+                    let regexes = std::iter::once(&data.pattern)
+                        .chain(&data.also)
+                        .map(|pattern| {
+                            let expanded = expand_vars(pattern, &file.vars).map_err(|var| {
+                                ApprovalError::UndefinedVar {
+                                    id: data.id.clone(),
+                                    var: var.0,
+                                }
+                            })?;
+                            sources.push(expanded);
+                            owners.push(data.id.clone());
+                            Ok(sources.len() - 1)
+                        })
+                        .collect::<Result<Vec<_>, ApprovalError>>()?;
+                    Ok(Rule {
+                        finding: Finding {
+                            id: data.id,
+                            description: data.description,
+                        },
+                        scope: data.scope,
+                        regexes,
+                    })
+                })
+                .collect::<Result<Vec<_>, ApprovalError>>()
         };
+        let hardline = rules(file.hardline)?;
+        let dangerous = rules(file.dangerous)?;
+        let patterns = PatternSet::new(sources, BUILTIN_LITERALS).map_err(|(index, source)| {
+            ApprovalError::BadPattern {
+                id: owners[index].clone(),
+                source,
+            }
+        })?;
         Ok(Self {
-            hardline: compile(file.hardline)?,
-            dangerous: compile(file.dangerous)?,
+            patterns,
+            hardline,
+            dangerous,
+        })
+    }
+
+    /// Compiles every pattern now instead of on first use: checks the data completely.
+    pub fn compile_all(&self) -> Result<(), ApprovalError> {
+        self.patterns.compile_all().map_err(|(index, source)| {
+            let id = self
+                .hardline
+                .iter()
+                .chain(&self.dangerous)
+                .find(|rule| rule.regexes.contains(&index))
+                .map_or_else(String::new, |rule| rule.finding.id.clone());
+            ApprovalError::BadPattern { id, source }
         })
     }
 
@@ -120,10 +171,12 @@ impl Classifier {
     pub fn classify(&self, command: &str) -> Risk {
         let normalised = normalize(command);
         let views = command_views(&normalised);
+        // Views are slices of the line: a literal missing from the line is missing from all.
+        let screen = self.patterns.screen(&normalised);
         let first_match = |rules: &[Rule]| {
             rules
                 .iter()
-                .find(|rule| rule.matches(&normalised, &views))
+                .find(|rule| rule.matches(&self.patterns, &screen, &normalised, &views))
                 .map(|rule| rule.finding.clone())
         };
         if let Some(finding) = first_match(&self.hardline) {
@@ -137,29 +190,18 @@ impl Classifier {
 }
 
 impl Rule {
-    fn compile(data: RuleData, vars: &BTreeMap<String, String>) -> Result<Self, ApprovalError> {
-        let regexes = std::iter::once(&data.pattern)
-            .chain(&data.also)
-            .map(|pattern| {
-                let expanded = expand_vars(&data.id, pattern, vars, 0)?;
-                Regex::new(&expanded).map_err(|source| ApprovalError::BadPattern {
-                    id: data.id.clone(),
-                    source,
-                })
+    fn matches(&self, patterns: &PatternSet, screen: &Screen, line: &str, views: &[&str]) -> bool {
+        if !self.regexes.iter().all(|&index| screen.may_match(index)) {
+            return false;
+        }
+        // A pattern that cannot be compiled counts as matching: the command needs a person.
+        let all_match = |text: &str| {
+            self.regexes.iter().all(|&index| {
+                patterns
+                    .regex(index)
+                    .map_or(true, |regex| regex.is_match(text))
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self {
-            finding: Finding {
-                id: data.id,
-                description: data.description,
-            },
-            scope: data.scope,
-            regexes,
-        })
-    }
-
-    fn matches(&self, line: &str, views: &[&str]) -> bool {
-        let all_match = |text: &str| self.regexes.iter().all(|re| re.is_match(text));
+        };
         match self.scope {
             Scope::Line => all_match(line),
             Scope::Command => views.iter().any(|view| all_match(view)),
@@ -167,46 +209,16 @@ impl Rule {
     }
 }
 
-/// Replaces each `{{name}}` in `pattern` with the `[vars]` entry wrapped in a non-capturing group.
-/// Variables may use other variables; nesting is bounded so a cycle is an error, not a hang.
-fn expand_vars(
-    id: &str,
-    pattern: &str,
-    vars: &BTreeMap<String, String>,
-    depth: usize,
-) -> Result<String, ApprovalError> {
-    let mut out = String::with_capacity(pattern.len());
-    let mut rest = pattern;
-    while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start + 2..].find("}}") else {
-            break;
-        };
-        let name = &rest[start + 2..start + 2 + len];
-        let value = vars
-            .get(name)
-            .filter(|_| depth < MAX_VAR_DEPTH)
-            .ok_or_else(|| ApprovalError::UndefinedVar {
-                id: id.to_owned(),
-                var: name.to_owned(),
-            })?;
-        out.push_str(&rest[..start]);
-        out.push_str("(?:");
-        out.push_str(&expand_vars(id, value, vars, depth + 1)?);
-        out.push(')');
-        rest = &rest[start + 2 + len + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn builtin_patterns_load() {
+    fn builtin_patterns_load_and_compile() {
         let classifier = Classifier::builtin();
         assert!(classifier.is_ok(), "{:?}", classifier.err());
+        let compiled = classifier.map(Classifier::compile_all);
+        assert!(matches!(compiled, Ok(Ok(()))), "{compiled:?}");
     }
 
     #[test]

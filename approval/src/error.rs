@@ -13,8 +13,8 @@ pub enum ApprovalError {
     BadPattern {
         /// The rule's id.
         id: String,
-        /// The regex compiler's complaint.
-        source: regex::Error,
+        /// The regex parser's or compiler's complaint.
+        source: talaria_patterns::PatternError,
     },
     /// A pattern refers to a `{{name}}` that `[vars]` does not define (or that nests too deeply).
     #[error("approval pattern `{id}` uses undefined variable `{{{{{var}}}}}`")]

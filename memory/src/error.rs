@@ -17,8 +17,8 @@ pub enum ScanError {
     BadPattern {
         /// The rule's id.
         id: String,
-        /// The regex compiler's complaint.
-        source: regex::Error,
+        /// The regex parser's or compiler's complaint.
+        source: talaria_patterns::PatternError,
     },
     /// A pattern refers to a `{{name}}` that `[vars]` does not define (or that nests too deeply).
     #[error("threat pattern `{id}` uses undefined variable `{{{{{var}}}}}`")]

@@ -9,8 +9,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use regex::Regex;
 use serde::Deserialize;
+use talaria_patterns::{LiteralTable, PatternSet, Screen, expand_vars};
 
 use crate::error::ScanError;
 use crate::normalize::{is_invisible, normalize};
@@ -18,8 +18,8 @@ use crate::normalize::{is_invisible, normalize};
 /// The built-in rules, kept as data so they can be reviewed and extended without code changes.
 const BUILTIN_THREATS: &str = include_str!("../threats.toml");
 
-/// How deeply `{{var}}` references may nest.
-const MAX_VAR_DEPTH: usize = 8;
+/// The required literals of the built-in patterns, worked out by `build.rs`.
+const BUILTIN_LITERALS: LiteralTable = include!(concat!(env!("OUT_DIR"), "/literals.rs"));
 
 /// Characters of context shown on each side of a match in [`Threat::excerpt`].
 const EXCERPT_CONTEXT: usize = 24;
@@ -115,8 +115,10 @@ enum Stage {
 }
 
 /// Scans text for prompt injection, exfiltration, backdoors, hidden HTML and invisible Unicode.
+/// A rule's regexes are compiled the first time a text contains a literal they require.
 #[derive(Debug)]
 pub struct Scanner {
+    patterns: PatternSet,
     raw: Vec<Rule>,
     normalized: Vec<Rule>,
 }
@@ -127,11 +129,12 @@ struct Rule {
     category: Category,
     description: String,
     stage: Stage,
-    pattern: Regex,
+    /// This and the following are indices into the scanner's patterns.
+    pattern: usize,
     /// Must all match the same text as well.
-    also: Vec<Regex>,
+    also: Vec<usize>,
     /// Harmless look-alikes, blanked out before `pattern` and `also` are tried.
-    allow: Vec<Regex>,
+    allow: Vec<usize>,
 }
 
 #[derive(Deserialize)]
@@ -168,7 +171,8 @@ impl Scanner {
             .map_err(|message| ScanError::Builtin(message.clone()))
     }
 
-    /// Compiles rule data in the `threats.toml` format.
+    /// Loads rule data in the `threats.toml` format. Syntax is checked here; a regex is compiled
+    /// when a text first needs it (see [`Scanner::compile_all`]).
     pub fn from_toml(text: &str) -> Result<Self, ScanError> {
         let file: PatternFile = toml::from_str(text)?;
         let mut seen = HashSet::new();
@@ -177,45 +181,73 @@ impl Scanner {
                 return Err(ScanError::DuplicateId(rule.id.clone()));
             }
         }
-        let mut scanner = Self {
-            raw: Vec::new(),
-            normalized: Vec::new(),
-        };
+        let mut sources = Vec::new();
+        let mut raw = Vec::new();
+        let mut normalized = Vec::new();
         for data in file.rule {
-            let rule = Rule::compile(data, &file.vars)?;
+            let rule = Rule::new(data, &file.vars, &mut sources)?;
             match rule.stage {
-                Stage::Raw => scanner.raw.push(rule),
-                Stage::Normalized => scanner.normalized.push(rule),
+                Stage::Raw => raw.push(rule),
+                Stage::Normalized => normalized.push(rule),
             }
         }
-        Ok(scanner)
+        let patterns = PatternSet::new(sources, BUILTIN_LITERALS).map_err(|(index, source)| {
+            let id = raw
+                .iter()
+                .chain(&normalized)
+                .find(|rule| rule.uses(index))
+                .map_or_else(String::new, |rule| rule.id.clone());
+            ScanError::BadPattern { id, source }
+        })?;
+        Ok(Self {
+            patterns,
+            raw,
+            normalized,
+        })
+    }
+
+    /// Compiles every pattern now instead of on first use: checks the data completely.
+    pub fn compile_all(&self) -> Result<(), ScanError> {
+        self.patterns.compile_all().map_err(|(index, source)| {
+            let id = self
+                .raw
+                .iter()
+                .chain(&self.normalized)
+                .find(|rule| rule.uses(index))
+                .map_or_else(String::new, |rule| rule.id.clone());
+            ScanError::BadPattern { id, source }
+        })
     }
 
     /// The first rule that matches `text`: rules on the original text (invisible characters)
     /// first, then rules on the normalised text, each in file order.
     pub fn scan(&self, text: &str) -> Option<Threat> {
-        if let Some(threat) = self.raw.iter().find_map(|rule| rule.find(text)) {
-            return Some(threat);
-        }
-        let normalised = normalize(text);
-        self.normalized
-            .iter()
-            .find_map(|rule| rule.find(&normalised))
+        self.matches(text).next()
     }
 
     /// Every rule that matches `text` (each rule at most once), in the order [`Scanner::scan`]
     /// tries them.
     pub fn scan_all(&self, text: &str) -> Vec<Threat> {
-        let normalised = normalize(text);
-        self.raw
+        self.matches(text).collect()
+    }
+
+    /// The rules matching `text`, lazily, in [`Scanner::scan`]'s order.
+    fn matches<'a>(&'a self, text: &'a str) -> impl Iterator<Item = Threat> + 'a {
+        let raw_screen = self.patterns.screen(text);
+        let raw = self
+            .raw
             .iter()
-            .filter_map(|rule| rule.find(text))
-            .chain(
-                self.normalized
-                    .iter()
-                    .filter_map(|rule| rule.find(&normalised)),
-            )
-            .collect()
+            .filter_map(move |rule| rule.find(&self.patterns, &raw_screen, text));
+        let normalized = std::iter::once_with(move || {
+            let normalised = normalize(text);
+            let screen = self.patterns.screen(&normalised);
+            self.normalized
+                .iter()
+                .filter_map(|rule| rule.find(&self.patterns, &screen, &normalised))
+                .collect::<Vec<_>>()
+        })
+        .flatten();
+        raw.chain(normalized)
     }
 
     /// The id and category of every rule, raw-stage rules first.
@@ -228,18 +260,24 @@ impl Scanner {
 }
 
 impl Rule {
-    fn compile(data: RuleData, vars: &BTreeMap<String, String>) -> Result<Self, ScanError> {
+    /// The rule for `data`, its expanded patterns appended to `sources`.
+    fn new(
+        data: RuleData,
+        vars: &BTreeMap<String, String>,
+        sources: &mut Vec<String>,
+    ) -> Result<Self, ScanError> {
         let id = data.id;
-        let compile = |pattern: &String| {
-            let expanded = expand_vars(&id, pattern, vars, 0)?;
-            Regex::new(&expanded).map_err(|source| ScanError::BadPattern {
+        let mut add = |pattern: &String| {
+            let expanded = expand_vars(pattern, vars).map_err(|var| ScanError::UndefinedVar {
                 id: id.clone(),
-                source,
-            })
+                var: var.0,
+            })?;
+            sources.push(expanded);
+            Ok::<_, ScanError>(sources.len() - 1)
         };
-        let pattern = compile(&data.pattern)?;
-        let also = data.also.iter().map(compile).collect::<Result<_, _>>()?;
-        let allow = data.allow.iter().map(compile).collect::<Result<_, _>>()?;
+        let pattern = add(&data.pattern)?;
+        let also = data.also.iter().map(&mut add).collect::<Result<_, _>>()?;
+        let allow = data.allow.iter().map(&mut add).collect::<Result<_, _>>()?;
         Ok(Self {
             id,
             category: data.category,
@@ -251,25 +289,64 @@ impl Rule {
         })
     }
 
-    /// Matches the rule against text already prepared for its stage.
-    fn find(&self, text: &str) -> Option<Threat> {
+    fn uses(&self, index: usize) -> bool {
+        self.pattern == index || self.also.contains(&index) || self.allow.contains(&index)
+    }
+
+    /// Matches the rule against text already prepared for its stage and screened.
+    fn find(&self, patterns: &PatternSet, screen: &Screen, text: &str) -> Option<Threat> {
         let mut text = Cow::Borrowed(text);
-        for allowed in &self.allow {
+        // Blanking changes the text, so after it a pattern's own literals are checked again.
+        let may_match = |index: usize, text: &Cow<'_, str>| match text {
+            Cow::Borrowed(_) => screen.may_match(index),
+            Cow::Owned(changed) => patterns.may_match(index, changed),
+        };
+        for &allowed in &self.allow {
+            if !may_match(allowed, &text) {
+                continue;
+            }
+            let regex = match patterns.regex(allowed) {
+                Ok(regex) => regex,
+                Err(error) => return Some(self.broken(&error)),
+            };
             // A space keeps the words on either side apart.
-            if let Cow::Owned(blanked) = allowed.replace_all(&text, " ") {
+            if let Cow::Owned(blanked) = regex.replace_all(&text, " ") {
                 text = Cow::Owned(blanked);
             }
         }
-        let found = self.pattern.find(&text)?;
-        if !self.also.iter().all(|re| re.is_match(&text)) {
+        if !may_match(self.pattern, &text) {
             return None;
         }
-        Some(Threat {
+        let found = match patterns.regex(self.pattern) {
+            Ok(regex) => regex.find(&text)?.range(),
+            Err(error) => return Some(self.broken(&error)),
+        };
+        for &also in &self.also {
+            if !may_match(also, &text) {
+                return None;
+            }
+            match patterns.regex(also) {
+                Ok(regex) if !regex.is_match(&text) => return None,
+                Ok(_) => {}
+                Err(error) => return Some(self.broken(&error)),
+            }
+        }
+        Some(self.threat(excerpt(&text, found)))
+    }
+
+    fn threat(&self, excerpt: String) -> Threat {
+        Threat {
             rule_id: self.id.clone(),
             category: self.category,
             description: self.description.clone(),
-            excerpt: excerpt(&text, found.range()),
-        })
+            excerpt,
+        }
+    }
+
+    /// A rule whose regex cannot be compiled blocks what it screens in: better a false alarm
+    /// than letting an attack through unchecked.
+    fn broken(&self, error: &talaria_patterns::PatternError) -> Threat {
+        self.threat(format!("(this rule's pattern does not compile: {error})"))
     }
 }
 
@@ -309,47 +386,17 @@ fn shown(c: char) -> String {
     }
 }
 
-/// Replaces each `{{name}}` in `pattern` with the `[vars]` entry wrapped in a non-capturing group.
-/// Variables may use other variables; nesting is bounded so a cycle is an error, not a hang.
-fn expand_vars(
-    id: &str,
-    pattern: &str,
-    vars: &BTreeMap<String, String>,
-    depth: usize,
-) -> Result<String, ScanError> {
-    let mut out = String::with_capacity(pattern.len());
-    let mut rest = pattern;
-    while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start + 2..].find("}}") else {
-            break;
-        };
-        let name = &rest[start + 2..start + 2 + len];
-        let value = vars
-            .get(name)
-            .filter(|_| depth < MAX_VAR_DEPTH)
-            .ok_or_else(|| ScanError::UndefinedVar {
-                id: id.to_owned(),
-                var: name.to_owned(),
-            })?;
-        out.push_str(&rest[..start]);
-        out.push_str("(?:");
-        out.push_str(&expand_vars(id, value, vars, depth + 1)?);
-        out.push(')');
-        rest = &rest[start + 2 + len + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn builtin_threats_load_and_cover_every_category() {
+    fn builtin_threats_load_compile_and_cover_every_category() {
         let scanner = Scanner::builtin();
         assert!(scanner.is_ok(), "{:?}", scanner.err());
         let scanner = scanner.unwrap();
+        let compiled = scanner.compile_all();
+        assert!(compiled.is_ok(), "{compiled:?}");
         for category in Category::ALL {
             assert!(
                 scanner.rules().any(|(_, c)| c == category),
