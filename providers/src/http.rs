@@ -32,13 +32,15 @@ pub fn shared_client() -> Result<reqwest::Client, ConfigError> {
 }
 
 /// Builds a new client: rustls with the ring provider, the platform's
-/// certificate verifier, and a connect timeout. No overall timeout: the
+/// certificate verifier (loaded at the first handshake), and a connect timeout. No overall timeout: the
 /// providers enforce an idle timeout per read instead.
 pub fn build_client() -> Result<reqwest::Client, ConfigError> {
     // Fails only when a process-wide provider is already installed (by an
     // earlier call or by the host program), which is just as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = crate::tls::client_config().map_err(|e| ConfigError::Client(e.to_string()))?;
     reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_keepalive(Duration::from_secs(30))
         .user_agent(concat!("talaria/", env!("CARGO_PKG_VERSION")))

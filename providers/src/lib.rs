@@ -15,6 +15,7 @@ pub mod http;
 mod openai;
 pub mod retry_after;
 pub mod sse;
+mod tls;
 
 use std::fmt;
 use std::str::FromStr;
