@@ -311,10 +311,14 @@ impl Agent {
             .await
     }
 
-    /// Ends the session (runs the plugins' `session-end` hooks). Call once,
-    /// when the conversation is over.
+    /// Ends the session (runs the plugins' `session-end` hooks and indexes the session's
+    /// messages for search). Call once, when the conversation is over.
     pub async fn end_session(&mut self) {
         self.agent_loop.end_session(&self.conversation).await;
+        if let Some(db) = self.db.clone() {
+            // Not indexed now (a lock held past the timeout): the next search or session does it.
+            let _ = tokio::task::spawn_blocking(move || db.index_pending()).await;
+        }
         let session = &self.conversation.session_id;
         self.exec.processes.end_session(session);
         self.exec.executor.policy().end_session(session);

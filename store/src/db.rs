@@ -67,6 +67,8 @@ impl SessionDb {
     /// problems found (none means healthy).
     pub fn integrity_check(&self) -> Result<Vec<String>> {
         self.write(|tx| {
+            // The check compares the indexes with every message, waiting ones included.
+            crate::indexing::index_waiting(tx)?;
             let mut problems: Vec<String> = tx
                 .prepare("PRAGMA integrity_check")?
                 .query_map([], |row| row.get::<_, String>(0))?

@@ -19,6 +19,7 @@ mod codec;
 mod db;
 mod error;
 mod export;
+mod indexing;
 mod list;
 mod port;
 mod query;

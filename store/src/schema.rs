@@ -14,7 +14,7 @@ use crate::error::{Result, StoreError};
 use crate::retry;
 
 /// Version 1: sessions, messages, two FTS5 indexes kept in sync by triggers.
-const V1: &str = r#"
+pub(crate) const V1: &str = r#"
 CREATE TABLE sessions (
     id                 TEXT PRIMARY KEY NOT NULL,
     title              TEXT,
@@ -79,8 +79,41 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
 END;
 "#;
 
+/// Version 2: messages are indexed for search in batches ([`crate::indexing`]), not one by one
+/// by a trigger: a message's FTS work was most of the cost of writing it. New messages wait in
+/// `messages_unindexed`; the delete and update triggers touch the indexes only for messages they
+/// hold (ids can be reused after a delete, so "which ids wait" is a table, not a watermark).
+const V2: &str = r#"
+CREATE TABLE messages_unindexed (id INTEGER PRIMARY KEY);
+
+DROP TRIGGER messages_fts_insert;
+DROP TRIGGER messages_fts_delete;
+DROP TRIGGER messages_fts_update;
+
+CREATE TRIGGER messages_unindexed_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_unindexed (id) VALUES (new.id);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+        SELECT 'delete', old.id, old.content
+        WHERE NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content
+        WHERE NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id);
+    DELETE FROM messages_unindexed WHERE id = old.id;
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages
+WHEN NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id) BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+    INSERT INTO messages_trigram (rowid, content) VALUES (new.id, new.content);
+END;
+"#;
+
 /// Every migration, oldest first; the schema version is their count.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

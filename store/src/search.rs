@@ -41,6 +41,10 @@ impl SessionDb {
         let (long_terms, short_terms) = split_by_length(&terms);
         let word = word_expression(&terms);
         let trigram = trigram_expression(&long_terms);
+        // Messages still waiting for the index are indexed first. If that cannot be done now
+        // (another process holds the write lock past the timeout, a read-only file) the search
+        // still runs on what is indexed.
+        let _ = self.index_pending();
         self.read(|tx| {
             let mut found = Found::new(limit);
             if let Some(expression) = &word {

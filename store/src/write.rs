@@ -166,6 +166,7 @@ pub(crate) fn insert_messages(
         seq += 1;
         insert_message_at(tx, session_id, seq, message, calls.as_deref(), now)?;
     }
+    crate::indexing::index_if_batch_full(tx)?;
     Ok(u64::try_from(seq).unwrap_or(0))
 }
 
