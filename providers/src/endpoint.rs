@@ -50,7 +50,7 @@ impl Endpoint {
     pub async fn post(
         &self,
         provider: &str,
-        body: &serde_json::Value,
+        body: &(impl serde::Serialize + ?Sized),
         decoder: impl Decoder,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {

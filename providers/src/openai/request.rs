@@ -1,92 +1,167 @@
 //! Renders a [`ModelRequest`] as an OpenAI Chat Completions request body.
+//!
+//! The body borrows the conversation and is serialised straight to bytes: building a
+//! `serde_json::Value` of the whole history first cost a copy and a tree of maps every turn.
 
-use serde_json::{Map, Value, json};
-use talaria_kernel::{Message, ModelRequest, Role, ToolChoice, ToolSpec};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+use talaria_kernel::{Message, ModelRequest, Role, ToolCall, ToolChoice, ToolSpec};
 
 use crate::SYSTEM_NOTE_PREFIX;
 
 /// The JSON body for `POST /chat/completions`.
-pub(crate) fn render(
-    request: &ModelRequest<'_>,
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ChatTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    /// `null` only for an assistant turn that is nothing but tool calls.
+    content: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ChatToolCall<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: CalledFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct CalledFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatTool<'a> {
+    r#type: &'static str,
+    function: FunctionSpec<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// The body for `request`.
+pub(crate) fn render<'a>(
+    request: &'a ModelRequest<'a>,
     stream: bool,
     default_max_tokens: Option<u32>,
-) -> Value {
+) -> ChatBody<'a> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
+        messages.push(ChatMessage::text("system", request.system));
     }
     messages.extend(request.messages.iter().map(render_message));
-
-    let mut body = Map::new();
-    body.insert("model".into(), request.model.into());
-    body.insert("messages".into(), messages.into());
-    if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            request.tools.iter().map(render_tool).collect(),
-        );
-        if request.tool_choice == ToolChoice::None {
-            body.insert("tool_choice".into(), "none".into());
-        }
-    }
-    if let Some(max_tokens) = request.max_tokens.or(default_max_tokens) {
-        body.insert("max_tokens".into(), max_tokens.into());
-    }
-    if stream {
-        body.insert("stream".into(), true.into());
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    body.into()
-}
-
-fn render_message(message: &Message) -> Value {
-    match message.role {
-        Role::User => json!({"role": "user", "content": message.content}),
-        Role::System => {
-            json!({"role": "user", "content": format!("{SYSTEM_NOTE_PREFIX}{}", message.content)})
-        }
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": message.tool_call_id.as_deref().unwrap_or_default(),
-            "content": message.content,
+    let tools: Vec<ChatTool<'a>> = request.tools.iter().map(render_tool).collect();
+    ChatBody {
+        model: request.model,
+        tool_choice: (!tools.is_empty() && request.tool_choice == ToolChoice::None)
+            .then_some("none"),
+        messages,
+        tools,
+        max_tokens: request.max_tokens.or(default_max_tokens),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
         }),
-        Role::Assistant if message.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": message.content})
-        }
-        Role::Assistant => {
-            let calls: Vec<Value> = message
-                .tool_calls
-                .iter()
-                .map(|call| {
-                    let arguments = if call.arguments.trim().is_empty() {
-                        "{}"
-                    } else {
-                        &call.arguments
-                    };
-                    json!({
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": arguments},
-                    })
-                })
-                .collect();
-            let content = Some(&message.content).filter(|c| !c.is_empty());
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
+    }
+}
+
+impl<'a> ChatMessage<'a> {
+    fn text(role: &'static str, content: impl Into<Cow<'a, str>>) -> Self {
+        Self {
+            role,
+            tool_call_id: None,
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
         }
     }
 }
 
-fn render_tool(tool: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    })
+fn render_message(message: &Message) -> ChatMessage<'_> {
+    match message.role {
+        Role::User => ChatMessage::text("user", message.content.as_str()),
+        Role::System => {
+            ChatMessage::text("user", format!("{SYSTEM_NOTE_PREFIX}{}", message.content))
+        }
+        Role::Tool => ChatMessage {
+            tool_call_id: Some(message.tool_call_id.as_deref().unwrap_or_default()),
+            ..ChatMessage::text("tool", message.content.as_str())
+        },
+        Role::Assistant => ChatMessage {
+            content: (!message.content.is_empty() || message.tool_calls.is_empty())
+                .then_some(Cow::Borrowed(message.content.as_str())),
+            tool_calls: message.tool_calls.iter().map(render_call).collect(),
+            ..ChatMessage::text("assistant", "")
+        },
+    }
+}
+
+fn render_call(call: &ToolCall) -> ChatToolCall<'_> {
+    let arguments = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        &call.arguments
+    };
+    ChatToolCall {
+        id: &call.id,
+        r#type: "function",
+        function: CalledFunction {
+            name: &call.name,
+            arguments,
+        },
+    }
+}
+
+fn render_tool(tool: &ToolSpec) -> ChatTool<'_> {
+    ChatTool {
+        r#type: "function",
+        function: FunctionSpec {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+        },
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use talaria_kernel::{CacheBreakpoints, ToolCall};
+    use serde_json::json;
+    use talaria_kernel::CacheBreakpoints;
+
+    fn json_of(body: &ChatBody<'_>) -> Value {
+        serde_json::to_value(body).expect("serialisable")
+    }
 
     fn request<'a>(
         messages: &'a [Message],
@@ -139,11 +214,8 @@ mod tests {
             parameters: json!({"type": "object"}),
         }];
         let cache = CacheBreakpoints::system_and_last_three(messages.len());
-        let body = render(
-            &request(&messages, &tools, &cache, ToolChoice::None),
-            true,
-            Some(100),
-        );
+        let request = request(&messages, &tools, &cache, ToolChoice::None);
+        let body = json_of(&render(&request, true, Some(100)));
         assert_eq!(
             body,
             json!({
@@ -173,12 +245,12 @@ mod tests {
         let cache = CacheBreakpoints::default();
         let mut req = request(&messages, &[], &cache, ToolChoice::None);
         req.system = "";
-        let body = render(&req, false, None);
+        let body = json_of(&render(&req, false, None));
         assert_eq!(
             body,
             json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
         );
         req.max_tokens = Some(7);
-        assert_eq!(render(&req, false, Some(100))["max_tokens"], 7);
+        assert_eq!(json_of(&render(&req, false, Some(100)))["max_tokens"], 7);
     }
 }
