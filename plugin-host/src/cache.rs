@@ -3,6 +3,11 @@
 //! directory it created, loaded with `Component::deserialize_file`. A
 //! distribution's read-only `plugins/.compiled` (same names) is consulted on
 //! a miss, so a fresh profile starts without compiling.
+//!
+//! Hashing a component means reading all of it (megabytes) on every start, so the digest is
+//! remembered per source file in `<cache_dir>/sources/`, keyed by the file's path and checked
+//! against its size, inode and modification and change times: an unchanged file is not read at
+//! all, only its compiled form mapped.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -46,6 +51,15 @@ pub(crate) struct CompileCache {
     pub(crate) counters: Counters,
 }
 
+/// Why [`CompileCache::load_file`] failed.
+#[derive(Debug)]
+pub(crate) enum LoadFileError {
+    /// The component file could not be read.
+    Read(std::io::Error),
+    /// It could not be compiled or its compiled form not loaded.
+    Compile(String),
+}
+
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {
@@ -71,38 +85,76 @@ impl CompileCache {
         })
     }
 
-    /// The file name of `wasm`'s compiled form for this engine.
-    fn file_name(&self, wasm: &[u8]) -> String {
-        let digest = hex(&Sha256::digest(wasm));
+    /// The file name of the compiled form, for this engine, of the component whose SHA-256 is
+    /// `digest` (hex).
+    fn file_name(&self, digest: &str) -> String {
         format!("{digest}-{}.cwasm", self.engine_hash)
     }
 
-    /// The component for `wasm`, from the cache when possible.
-    pub(crate) fn load(&self, engine: &Engine, wasm: &[u8]) -> Result<(Component, Origin), String> {
-        // One hash of the component names it in both the profile cache and the prebuilt dirs.
-        let name = self.file_name(wasm);
-        let path = self.dir.join(&name);
+    /// The component in the file at `path`, from the cache when possible; the file is read
+    /// (and hashed) only when its remembered digest is missing or out of date.
+    pub(crate) fn load_file(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Result<(Component, Origin), LoadFileError> {
+        let memo = self
+            .dir
+            .join("sources")
+            .join(hex(&Sha256::digest(path.as_os_str().as_encoded_bytes())));
+        let stamp = std::fs::metadata(path)
+            .map(|metadata| file_stamp(&metadata))
+            .map_err(LoadFileError::Read)?;
+        if let Some(digest) = remembered_digest(&memo, &stamp)
+            && let Some(found) = self.find_compiled(engine, &self.file_name(&digest))
+        {
+            return Ok(found);
+        }
+        let wasm = std::fs::read(path).map_err(LoadFileError::Read)?;
+        let digest = hex(&Sha256::digest(&wasm));
+        // A memo that cannot be written only costs hashing again next time.
+        let _ = create_private_dir(&self.dir.join("sources"))
+            .and_then(|()| write_atomically(&memo, format!("{stamp} {digest}\n").as_bytes()));
+        self.load_digested(engine, &wasm, &digest)
+            .map_err(LoadFileError::Compile)
+    }
+
+    /// The compiled form named `name` from the profile cache or a prebuilt dir, if one loads.
+    fn find_compiled(&self, engine: &Engine, name: &str) -> Option<(Component, Origin)> {
+        let path = self.dir.join(name);
         if path.is_file() {
             match deserialize_cached(engine, &path) {
                 Ok(component) => {
                     self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok((component, Origin::Cached));
+                    return Some((component, Origin::Cached));
                 }
-                // Stale or damaged: compile again and replace it.
+                // Stale or damaged: compiled again (and replaced) by the caller.
                 Err(_) => {
                     let _ = std::fs::remove_file(&path);
                 }
             }
         }
-        for dir in &self.prebuilt {
-            let prebuilt = dir.join(&name);
-            if prebuilt.is_file()
-                && let Ok(component) = deserialize_cached(engine, &prebuilt)
-            {
-                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok((component, Origin::Cached));
-            }
+        self.prebuilt.iter().find_map(|dir| {
+            let prebuilt = dir.join(name);
+            let component = deserialize_cached(engine, &prebuilt).ok()?;
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            Some((component, Origin::Cached))
+        })
+    }
+
+    /// The component `wasm`, whose SHA-256 is `digest`, from the cache or compiled now.
+    fn load_digested(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<(Component, Origin), String> {
+        // One hash of the component names it in both the profile cache and the prebuilt dirs.
+        let name = self.file_name(digest);
+        if let Some(found) = self.find_compiled(engine, &name) {
+            return Ok(found);
         }
+        let path = self.dir.join(&name);
         let compiled = engine
             .precompile_component(wasm)
             .map_err(|e| format!("compiling the component: {}", error_text(&e)))?;
@@ -117,6 +169,30 @@ impl CompileCache {
                 .map_err(|e| format!("compiling the component: {}", error_text(&e))),
         }
     }
+}
+
+/// What identifies one version of a file without reading it: size, inode, device, and the
+/// modification and change times in nanoseconds (the change time cannot be set back by hand).
+fn file_stamp(metadata: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{} {} {} {}.{} {}.{}",
+        metadata.len(),
+        metadata.ino(),
+        metadata.dev(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+        metadata.ctime(),
+        metadata.ctime_nsec()
+    )
+}
+
+/// The digest remembered in `memo` if it was taken of the file version `stamp` describes.
+fn remembered_digest(memo: &Path, stamp: &str) -> Option<String> {
+    let text = std::fs::read_to_string(memo).ok()?;
+    let (remembered, digest) = text.trim_end().rsplit_once(' ')?;
+    (remembered == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| digest.to_owned())
 }
 
 /// Deserialises a compiled component from the cache.

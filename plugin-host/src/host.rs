@@ -13,7 +13,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
 
 use crate::bindings::{ToolPlugin, ToolPluginPre};
-use crate::cache::{CompileCache, Origin, error_text};
+use crate::cache::{CompileCache, LoadFileError, Origin, error_text};
 use crate::commands::{
     CommandCall, CommandPluginPre, CommandReply, PluginCommandSpec, convert_commands,
     invoke_command,
@@ -398,22 +398,25 @@ impl PluginHost {
         }
 
         let wasm_path = dir.join(&manifest.wasm);
-        let wasm = std::fs::read(&wasm_path).map_err(|source| LoadError::Wasm {
-            plugin: name.clone(),
-            path: wasm_path.clone(),
-            source,
-        })?;
         let host = self.inner.clone();
+        let path = wasm_path.clone();
         let (component, origin) =
-            tokio::task::spawn_blocking(move || host.cache.load(&host.engine, &wasm))
+            tokio::task::spawn_blocking(move || host.cache.load_file(&host.engine, &path))
                 .await
                 .map_err(|e| LoadError::Compile {
                     plugin: name.clone(),
                     message: format!("compilation task failed: {e}"),
                 })?
-                .map_err(|message| LoadError::Compile {
-                    plugin: name.clone(),
-                    message: format!("{}: {message}", wasm_path.display()),
+                .map_err(|error| match error {
+                    LoadFileError::Read(source) => LoadError::Wasm {
+                        plugin: name.clone(),
+                        path: wasm_path.clone(),
+                        source,
+                    },
+                    LoadFileError::Compile(message) => LoadError::Compile {
+                        plugin: name.clone(),
+                        message: format!("{}: {message}", wasm_path.display()),
+                    },
                 })?;
 
         let (api, kinds) = self.check_component(&component, &manifest)?;

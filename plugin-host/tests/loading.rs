@@ -17,11 +17,18 @@ async fn second_load_deserialises_without_compiling() {
     assert_eq!(host.cache_stats().compiled, 1);
     assert_eq!(host.cache_stats().cache_hits, 0);
 
-    let cached: Vec<_> = std::fs::read_dir(root.path().join("cache"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
+    let cached: Vec<_> = compiled_entries(&root.path().join("cache"))
+        .iter()
+        .map(|path| path.file_name().unwrap().to_str().unwrap().to_owned())
         .collect();
     assert_eq!(cached.len(), 1, "{cached:?}");
+    // The component's digest is remembered, so a later start need not read it.
+    assert_eq!(
+        std::fs::read_dir(root.path().join("cache/sources"))
+            .unwrap()
+            .count(),
+        1
+    );
     let name = &cached[0];
     assert!(name.ends_with(".cwasm"), "{name}");
     let (digest, engine) = name.trim_end_matches(".cwasm").split_once('-').unwrap();
@@ -60,12 +67,7 @@ async fn a_damaged_cache_entry_is_recompiled() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
     host.load(&noop_dir(), &Grants::none()).await.unwrap();
-    let entry = std::fs::read_dir(root.path().join("cache"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let entry = compiled_entries(&root.path().join("cache")).remove(0);
     std::fs::write(&entry, b"not a compiled component").unwrap();
     let again = host.load(&noop_dir(), &Grants::none()).await.unwrap();
     assert!(!again.from_cache());
@@ -101,6 +103,44 @@ async fn duplicate_tool_names_are_refused() {
         err.to_string().contains("tool noop is provided by both"),
         "{err}"
     );
+}
+
+/// The compiled components in a cache directory.
+fn compiled_entries(cache: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(cache)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_file_changed_in_place_is_read_again() {
+    let root = tempfile::tempdir().unwrap();
+    let host = host(root.path());
+    let dir = variant(&noop_dir(), &root.path().join("plugin"), |m| m);
+    host.load(&dir, &Grants::none()).await.unwrap();
+    // Same path, other content: the remembered digest no longer applies, so the old compiled
+    // form must not be used (this content exports another API line and is refused).
+    let wasm_path = dir.join("plugin.wasm");
+    let mut wasm = std::fs::read(&wasm_path).unwrap();
+    let patched = patch_bytes(
+        &mut wasm,
+        "talaria:plugin/tool-provider@0.1.1",
+        "talaria:plugin/tool-provider@0.2.0",
+    );
+    assert!(patched > 0);
+    std::fs::write(&wasm_path, &wasm).unwrap();
+    let err = host.load(&dir, &Grants::none()).await.unwrap_err();
+    assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
+    assert_eq!(host.cache_stats().cache_hits, 0);
+    // A damaged memo is ignored: the file is hashed again.
+    host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    for memo in std::fs::read_dir(root.path().join("cache/sources")).unwrap() {
+        std::fs::write(memo.unwrap().path(), "garbage").unwrap();
+    }
+    let again = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+    assert!(again.from_cache());
 }
 
 /// Replaces every occurrence of `from` by `to` (same length) in the bytes.
