@@ -48,6 +48,14 @@ fn sessions_are_stored_listed_searched_exported_continued_and_deleted() {
         &[],
     ));
     assert_code(&output, 0);
+    // The process closed the database: SQLite checkpoints and removes the write-ahead log when
+    // the last connection closes, so the next start has no log to replay.
+    let db = home.path().join("state/sessions.sqlite");
+    assert!(db.exists());
+    assert!(
+        !home.path().join("state/sessions.sqlite-wal").exists(),
+        "the session database was left open"
+    );
 
     let list = text(&home, &["sessions", "list"]);
     assert_eq!(list.lines().count(), 1, "{list}");

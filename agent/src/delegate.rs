@@ -41,7 +41,7 @@ parent sees.";
 pub struct ChildKit {
     /// The parent's models.
     pub routes: Vec<ModelRoute>,
-    /// The parent's tool sources (the child profile filters them).
+    /// The parent's tool sources but `delegate_task` (the child profile filters them).
     pub sources: Vec<Arc<dyn ToolSource>>,
     /// The parent's dispatch settings; the profile is replaced by `child`.
     pub options: DispatchOptions,
@@ -74,8 +74,13 @@ impl DelegateTool {
         Self::default()
     }
 
-    /// Provides what children are built from (once; later calls are ignored).
-    pub fn provide(&self, kit: ChildKit) {
+    /// Provides what children are built from (once; later calls are ignored). The kit keeps
+    /// every source but `delegate_task`: holding this tool would make the kit own itself, a
+    /// reference cycle that kept the session database (and its write-ahead log) open past the
+    /// end of the process. A child that may delegate gets a delegate tool of its own.
+    pub fn provide(&self, mut kit: ChildKit) {
+        kit.sources
+            .retain(|source| !source.tools().iter().any(|t| t.spec.name == DELEGATE_TASK));
         let _ = self.kit.set(kit);
     }
 }
@@ -118,14 +123,9 @@ impl ChildKit {
         let child_id = format!("{parent_session}.child{}", index + 1);
         let budget = self.budget.child(self.child_iterations);
         let mut profile = Profile::for_surface("child");
-        // The sources minus our own delegate tool; a child that may delegate
-        // gets a delegate tool of its own, one level deeper.
-        let mut sources: Vec<Arc<dyn ToolSource>> = self
-            .sources
-            .iter()
-            .filter(|s| !s.tools().iter().any(|t| t.spec.name == DELEGATE_TASK))
-            .cloned()
-            .collect();
+        // The kit holds no delegate tool (see `DelegateTool::provide`); a child that may
+        // delegate gets one of its own, one level deeper.
+        let mut sources = self.sources.clone();
         let grandchildren = (self.depth < self.max_depth).then(DelegateTool::new);
         if let Some(delegate) = &grandchildren {
             profile.excluded.retain(|t| t != "delegation");
