@@ -115,6 +115,13 @@ fn minimal_and_default_distributions_build_and_run_offline() {
             .output()
             .unwrap();
         assert!(version.status.success());
+        // The default's link arguments reached the linker: packed relative relocations, which
+        // tie the binary to a glibc with DT_RELR support; the minimal one stays portable.
+        let binary = std::fs::read(dist.join("talaria")).unwrap();
+        let relr = binary
+            .windows(b"GLIBC_ABI_DT_RELR".len())
+            .any(|window| window == b"GLIBC_ABI_DT_RELR");
+        assert_eq!(relr, name == "default", "{name}: DT_RELR {relr}");
         converse(&dist);
         assert_eq!(
             extism_support(&dist),

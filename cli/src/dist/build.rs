@@ -148,18 +148,30 @@ fn check_features(source: &Path, manifest: &DistManifest) -> Result<(), String> 
     Ok(())
 }
 
-/// `cargo build -p talaria` with the manifest's profile and features; returns the binary.
+/// `cargo build -p talaria` (`cargo rustc` when there are link arguments) with the manifest's
+/// profile and features; returns the binary.
 fn build_binary(source: &Path, manifest: &DistManifest) -> Result<PathBuf, String> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let subcommand = if manifest.link_args.is_empty() {
+        "build"
+    } else {
+        "rustc"
+    };
     cargo
         .current_dir(source)
-        .args(["build", "--locked", "-p", "talaria", "--bin", BINARY])
+        .args([subcommand, "--locked", "-p", "talaria", "--bin", BINARY])
         .args(["--profile", &manifest.profile]);
     if !manifest.default_features {
         cargo.arg("--no-default-features");
     }
     if !manifest.features.is_empty() {
         cargo.args(["--features", &manifest.features.join(",")]);
+    }
+    if !manifest.link_args.is_empty() {
+        cargo.arg("--");
+        for arg in &manifest.link_args {
+            cargo.args(["-C", &format!("link-arg={arg}")]);
+        }
     }
     eprintln!(
         "building {} ({})",

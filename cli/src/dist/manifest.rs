@@ -6,6 +6,9 @@
 //! profile = "release"          # cargo profile (default release)
 //! default-features = false     # the talaria package's default cargo features (default true)
 //! features = []                # cargo features to add
+//! link-args = []               # linker arguments for the binary only, e.g.
+//!                              # "-Wl,-z,pack-relative-relocs" (smaller, faster to start; the
+//!                              # binary then needs glibc 2.36 and binutils 2.38 or lld to build)
 //!
 //! [[plugin]]
 //! name = "fs"                  # a first-party plugin, built from plugins/
@@ -37,6 +40,10 @@ pub(crate) struct DistManifest {
     pub default_features: bool,
     #[serde(default)]
     pub features: Vec<String>,
+    /// Passed to the linker for the `talaria` binary only (`cargo rustc -- -C link-arg=…`), so
+    /// the dependencies' build cache is shared with ordinary builds.
+    #[serde(default)]
+    pub link_args: Vec<String>,
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<DistPlugin>,
 }
@@ -173,6 +180,7 @@ mod tests {
         .unwrap();
         assert_eq!(manifest.profile, "release");
         assert!(manifest.default_features);
+        assert!(manifest.link_args.is_empty());
         assert_eq!(manifest.plugins[0].origin(), PluginOrigin::Builtin);
         assert_eq!(manifest.plugins[0].requirement().to_string(), "^0.1");
         assert_eq!(
