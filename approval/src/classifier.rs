@@ -109,7 +109,6 @@ impl Classifier {
             }
         }
         let mut sources = Vec::new();
-        let mut owners = Vec::new();
         let mut rules = |list: Vec<RuleData>| {
             list.into_iter()
                 .map(|data| {
@@ -122,8 +121,7 @@ impl Classifier {
                                     var: var.0,
                                 }
                             })?;
-                            sources.push(expanded);
-                            owners.push(data.id.clone());
+                            sources.push((data.id.clone(), expanded));
                             Ok(sources.len() - 1)
                         })
                         .collect::<Result<Vec<_>, ApprovalError>>()?;
@@ -140,12 +138,8 @@ impl Classifier {
         };
         let hardline = rules(file.hardline)?;
         let dangerous = rules(file.dangerous)?;
-        let patterns = PatternSet::new(sources, BUILTIN_LITERALS).map_err(|(index, source)| {
-            ApprovalError::BadPattern {
-                id: owners[index].clone(),
-                source,
-            }
-        })?;
+        let patterns = PatternSet::new(sources, BUILTIN_LITERALS)
+            .map_err(|(id, source)| ApprovalError::BadPattern { id, source })?;
         Ok(Self {
             patterns,
             hardline,
@@ -155,15 +149,9 @@ impl Classifier {
 
     /// Compiles every pattern now instead of on first use: checks the data completely.
     pub fn compile_all(&self) -> Result<(), ApprovalError> {
-        self.patterns.compile_all().map_err(|(index, source)| {
-            let id = self
-                .hardline
-                .iter()
-                .chain(&self.dangerous)
-                .find(|rule| rule.regexes.contains(&index))
-                .map_or_else(String::new, |rule| rule.finding.id.clone());
-            ApprovalError::BadPattern { id, source }
-        })
+        self.patterns
+            .compile_all()
+            .map_err(|(id, source)| ApprovalError::BadPattern { id, source })
     }
 
     /// Classifies `command`; hardline rules are checked first, then dangerous ones, each in file

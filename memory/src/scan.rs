@@ -191,14 +191,8 @@ impl Scanner {
                 Stage::Normalized => normalized.push(rule),
             }
         }
-        let patterns = PatternSet::new(sources, BUILTIN_LITERALS).map_err(|(index, source)| {
-            let id = raw
-                .iter()
-                .chain(&normalized)
-                .find(|rule| rule.uses(index))
-                .map_or_else(String::new, |rule| rule.id.clone());
-            ScanError::BadPattern { id, source }
-        })?;
+        let patterns = PatternSet::new(sources, BUILTIN_LITERALS)
+            .map_err(|(id, source)| ScanError::BadPattern { id, source })?;
         Ok(Self {
             patterns,
             raw,
@@ -208,15 +202,9 @@ impl Scanner {
 
     /// Compiles every pattern now instead of on first use: checks the data completely.
     pub fn compile_all(&self) -> Result<(), ScanError> {
-        self.patterns.compile_all().map_err(|(index, source)| {
-            let id = self
-                .raw
-                .iter()
-                .chain(&self.normalized)
-                .find(|rule| rule.uses(index))
-                .map_or_else(String::new, |rule| rule.id.clone());
-            ScanError::BadPattern { id, source }
-        })
+        self.patterns
+            .compile_all()
+            .map_err(|(id, source)| ScanError::BadPattern { id, source })
     }
 
     /// The first rule that matches `text`: rules on the original text (invisible characters)
@@ -264,7 +252,7 @@ impl Rule {
     fn new(
         data: RuleData,
         vars: &BTreeMap<String, String>,
-        sources: &mut Vec<String>,
+        sources: &mut Vec<(String, String)>,
     ) -> Result<Self, ScanError> {
         let id = data.id;
         let mut add = |pattern: &String| {
@@ -272,7 +260,7 @@ impl Rule {
                 id: id.clone(),
                 var: var.0,
             })?;
-            sources.push(expanded);
+            sources.push((id.clone(), expanded));
             Ok::<_, ScanError>(sources.len() - 1)
         };
         let pattern = add(&data.pattern)?;
@@ -287,10 +275,6 @@ impl Rule {
             also,
             allow,
         })
-    }
-
-    fn uses(&self, index: usize) -> bool {
-        self.pattern == index || self.also.contains(&index) || self.allow.contains(&index)
     }
 
     /// Matches the rule against text already prepared for its stage and screened.

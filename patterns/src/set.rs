@@ -22,6 +22,8 @@ pub struct PatternSet {
 
 #[derive(Debug)]
 struct Pattern {
+    /// Whose pattern it is (a rule id), for error messages.
+    label: String,
     source: String,
     literals: Option<Literals>,
     regex: OnceLock<Result<Regex, PatternError>>,
@@ -64,21 +66,25 @@ impl Screen {
 }
 
 impl PatternSet {
-    /// The set of `sources` (expanded patterns). Literals come from `table` where it knows the
-    /// pattern and are worked out here otherwise, which also checks the syntax; an error names
-    /// the index of the pattern that failed.
-    pub fn new(sources: Vec<String>, table: LiteralTable) -> Result<Self, (usize, PatternError)> {
-        let patterns = sources
+    /// The set of `patterns`: (label, expanded pattern) pairs, the label naming the pattern in
+    /// errors. Literals come from `table` where it knows the pattern and are worked out here
+    /// otherwise, which also checks the syntax.
+    pub fn new(
+        patterns: Vec<(String, String)>,
+        table: LiteralTable,
+    ) -> Result<Self, (String, PatternError)> {
+        let patterns = patterns
             .into_iter()
-            .enumerate()
-            .map(|(index, source)| {
+            .map(|(label, source)| {
                 let literals = match table.binary_search_by(|(known, _)| (*known).cmp(&source)) {
                     Ok(found) => table[found].1.map(Literals::Built),
-                    Err(_) => literals::required(&source)
-                        .map_err(|error| (index, error))?
-                        .map(Literals::Found),
+                    Err(_) => match literals::required(&source) {
+                        Ok(found) => found.map(Literals::Found),
+                        Err(error) => return Err((label, error)),
+                    },
                 };
                 Ok(Pattern {
+                    label,
                     source,
                     literals,
                     regex: OnceLock::new(),
@@ -142,13 +148,16 @@ impl PatternSet {
             .map_err(Clone::clone)
     }
 
-    /// Compiles every pattern now (checks a rule file completely); the first failure's index.
-    pub fn compile_all(&self) -> Result<(), (usize, PatternError)> {
-        (0..self.patterns.len()).try_for_each(|index| {
-            self.regex(index)
-                .map(|_| ())
-                .map_err(|error| (index, error))
-        })
+    /// Compiles every pattern now (checks a rule file completely); the first failure's label.
+    pub fn compile_all(&self) -> Result<(), (String, PatternError)> {
+        self.patterns
+            .iter()
+            .enumerate()
+            .try_for_each(|(index, pattern)| {
+                self.regex(index)
+                    .map(|_| ())
+                    .map_err(|error| (pattern.label.clone(), error))
+            })
     }
 
     fn build_screener(&self) -> Option<Screener> {
@@ -205,8 +214,11 @@ mod tests {
     ];
 
     fn set() -> PatternSet {
-        let sources = PATTERNS.iter().map(|p| (*p).to_owned()).collect();
-        PatternSet::new(sources, &[]).expect("test patterns parse")
+        let patterns = PATTERNS
+            .iter()
+            .map(|p| ("test".to_owned(), (*p).to_owned()))
+            .collect();
+        PatternSet::new(patterns, &[]).expect("test patterns parse")
     }
 
     fn compiled(set: &PatternSet) -> Vec<bool> {
@@ -244,14 +256,16 @@ mod tests {
     fn table_literals_are_used_without_parsing() {
         // A table entry is trusted: this "pattern" would not even parse.
         let table: LiteralTable = &[("(unparsed", Some(&[b"needle"]))];
-        let set = PatternSet::new(vec!["(unparsed".to_owned()], table).expect("known pattern");
+        let unparsed = || vec![("rule".to_owned(), "(unparsed".to_owned())];
+        let set = PatternSet::new(unparsed(), table).expect("known pattern");
         assert!(!set.screen("hay").may_match(0));
         assert!(set.screen("a needle").may_match(0));
         assert!(matches!(set.regex(0), Err(PatternError::Compile(_))));
         assert!(matches!(
-            PatternSet::new(vec!["(unparsed".to_owned()], &[]),
-            Err((0, PatternError::Syntax(_)))
+            PatternSet::new(unparsed(), &[]),
+            Err((label, PatternError::Syntax(_))) if label == "rule"
         ));
+        assert!(matches!(set.compile_all(), Err((label, _)) if label == "rule"));
     }
 
     proptest! {

@@ -122,15 +122,7 @@ async fn a_component_file_changed_in_place_is_read_again() {
     host.load(&dir, &Grants::none()).await.unwrap();
     // Same path, other content: the remembered digest no longer applies, so the old compiled
     // form must not be used (this content exports another API line and is refused).
-    let wasm_path = dir.join("plugin.wasm");
-    let mut wasm = std::fs::read(&wasm_path).unwrap();
-    let patched = patch_bytes(
-        &mut wasm,
-        "talaria:plugin/tool-provider@0.1.1",
-        "talaria:plugin/tool-provider@0.2.0",
-    );
-    assert!(patched > 0);
-    std::fs::write(&wasm_path, &wasm).unwrap();
+    export_api_0_2(&dir);
     let err = host.load(&dir, &Grants::none()).await.unwrap_err();
     assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
     assert_eq!(host.cache_stats().cache_hits, 0);
@@ -141,6 +133,19 @@ async fn a_component_file_changed_in_place_is_read_again() {
     }
     let again = host.load(&noop_dir(), &Grants::none()).await.unwrap();
     assert!(again.from_cache());
+}
+
+/// Rewrites the plugin in `dir` in place to export the tool world of API line 0.2.
+fn export_api_0_2(dir: &Path) {
+    let wasm_path = dir.join("plugin.wasm");
+    let mut wasm = std::fs::read(&wasm_path).unwrap();
+    let patched = patch_bytes(
+        &mut wasm,
+        "talaria:plugin/tool-provider@0.1.1",
+        "talaria:plugin/tool-provider@0.2.0",
+    );
+    assert!(patched > 0);
+    std::fs::write(&wasm_path, &wasm).unwrap();
 }
 
 /// Replaces every occurrence of `from` by `to` (same length) in the bytes.
@@ -190,15 +195,7 @@ async fn a_component_exporting_another_api_line_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
     let dir = variant(&noop_dir(), &root.path().join("v2"), |m| m);
-    let wasm_path = dir.join("plugin.wasm");
-    let mut wasm = std::fs::read(&wasm_path).unwrap();
-    let patched = patch_bytes(
-        &mut wasm,
-        "talaria:plugin/tool-provider@0.1.1",
-        "talaria:plugin/tool-provider@0.2.0",
-    );
-    assert!(patched > 0);
-    std::fs::write(&wasm_path, &wasm).unwrap();
+    export_api_0_2(&dir);
     let err = host.load(&dir, &Grants::none()).await.unwrap_err();
     assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
     let text = err.to_string();
