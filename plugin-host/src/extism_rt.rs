@@ -23,7 +23,6 @@ use extism::{CompiledPlugin, PluginBuilder, Wasm};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
-use crate::log::{LogLevel, LogSource};
 use crate::manifest::Access;
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
@@ -250,17 +249,13 @@ impl ExtismPlugin {
                 })?
         };
         let output = run(compiled, shared, "call", input, tool, Some(cancel)).await?;
-        String::from_utf8(output).map_err(|e| {
-            let err = CallError::InvalidOutput {
+        shared.log_failure(
+            String::from_utf8(output).map_err(|e| CallError::InvalidOutput {
                 plugin: shared.name.clone(),
                 tool: tool.to_owned(),
                 message: format!("not UTF-8: {e}"),
-            };
-            shared
-                .log
-                .push(LogLevel::Error, LogSource::Host, &err.to_string());
-            err
-        })
+            }),
+        )
     }
 }
 
@@ -307,14 +302,7 @@ async fn run(
             Ok(Ok(Err((error, code)))) => Err(classify(shared, tool, &error, code, started.elapsed())),
         },
     };
-    if let Err(err) = &outcome
-        && !matches!(err, CallError::Tool(_))
-    {
-        shared
-            .log
-            .push(LogLevel::Error, LogSource::Host, &err.to_string());
-    }
-    outcome
+    shared.log_failure(outcome)
 }
 
 /// What an Extism error means: Extism reports a timeout as `timeout`, memory

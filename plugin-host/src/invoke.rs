@@ -17,7 +17,7 @@ use crate::commands::CommandPluginPre;
 use crate::error::CallError;
 use crate::hooks::HooksPluginPre;
 use crate::http::HttpPolicy;
-use crate::log::{CapturedOutput, LogLevel, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
+use crate::log::{CapturedOutput, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
 use crate::sandbox::Sandbox;
 use crate::skins::SkinPluginPre;
 use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
@@ -204,12 +204,7 @@ pub(crate) fn classify<R>(
             })
         }
     };
-    if let Err(err) = &result {
-        shared
-            .log
-            .push(LogLevel::Error, LogSource::Host, &err.to_string());
-    }
-    result
+    shared.log_failure(result)
 }
 
 #[cfg(test)]

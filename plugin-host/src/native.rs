@@ -31,7 +31,6 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{CallError, LoadError};
-use crate::log::{LogLevel, LogSource};
 use crate::state::PluginShared;
 
 /// The native ABI version this host implements.
@@ -193,12 +192,5 @@ pub(crate) async fn call(
             },
         },
     };
-    if let Err(err) = &outcome
-        && !matches!(err, CallError::Tool(_))
-    {
-        shared
-            .log
-            .push(LogLevel::Error, LogSource::Host, &err.to_string());
-    }
-    outcome
+    shared.log_failure(outcome)
 }

@@ -54,6 +54,24 @@ impl PluginShared {
     pub(crate) fn denied(&self, capability: &str) -> String {
         format!("{} was not granted {capability}", self.name)
     }
+
+    /// Records a failed call in the plugin's log, unless the tool itself reported the error (that
+    /// is the tool's answer, not a host-side failure); returns `outcome` unchanged.
+    pub(crate) fn log_failure<T>(
+        &self,
+        outcome: Result<T, crate::error::CallError>,
+    ) -> Result<T, crate::error::CallError> {
+        if let Err(err) = &outcome
+            && !matches!(err, crate::error::CallError::Tool(_))
+        {
+            self.log.push(
+                crate::log::LogLevel::Error,
+                crate::log::LogSource::Host,
+                &err.to_string(),
+            );
+        }
+        outcome
+    }
 }
 
 /// The context host imports run in.

@@ -16,7 +16,6 @@ use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::host::{Backend, LoadedInner, LoadedPlugin, Placed, names};
 use crate::invoke::{CallFor, Prepared, classify, prepare, race};
-use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
 
@@ -31,17 +30,11 @@ fn tool_error_text(err: ToolError) -> String {
 fn check_json(shared: &PluginShared, tool: &str, output: String) -> Result<String, CallError> {
     match serde_json::from_str::<serde::de::IgnoredAny>(&output) {
         Ok(_) => Ok(output),
-        Err(e) => {
-            let err = CallError::InvalidOutput {
-                plugin: shared.name.clone(),
-                tool: tool.to_owned(),
-                message: e.to_string(),
-            };
-            shared
-                .log
-                .push(LogLevel::Error, LogSource::Host, &err.to_string());
-            Err(err)
-        }
+        Err(e) => shared.log_failure(Err(CallError::InvalidOutput {
+            plugin: shared.name.clone(),
+            tool: tool.to_owned(),
+            message: e.to_string(),
+        })),
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{cached_host, call, load_all, probe_dir, probe_variant_of};
+use common::{cached_host, call, load_all, probe_dir, probe_variant_of, tool_names};
 use serde_json::{Value, json};
 use talaria_plugin_host::{Grants, LoadError, Manifest, PluginTools, Runtime};
 use tokio_util::sync::CancellationToken;
@@ -52,13 +52,8 @@ async fn tools_are_described_and_called_with_config_and_context() {
     let host = cached_host(root.path());
     let plugin = load_all(&host, &probe()).await;
     assert_eq!(plugin.runtime(), Runtime::Extism);
-    let names: Vec<&str> = plugin
-        .tools()
-        .iter()
-        .map(|t| t.spec.name.as_str())
-        .collect();
     assert_eq!(
-        names,
+        tool_names(&plugin),
         [
             "probe_echo",
             "probe_fail",

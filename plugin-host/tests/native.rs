@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{call, host, probe_dir};
+use common::{call, host, probe_dir, tool_names};
 use serde_json::{Value, json};
 use talaria_plugin_host::{Grants, LoadError, Manifest, PluginTools, Runtime};
 
@@ -36,13 +36,8 @@ async fn a_native_plugin_loads_only_when_trusted() {
     );
     let plugin = host.load(&dir, &trusted).await.unwrap();
     assert_eq!(plugin.runtime(), Runtime::Native);
-    let names: Vec<&str> = plugin
-        .tools()
-        .iter()
-        .map(|t| t.spec.name.as_str())
-        .collect();
     assert_eq!(
-        names,
+        tool_names(&plugin),
         [
             "native_echo",
             "native_fail",

@@ -119,6 +119,15 @@ pub fn with_capability(manifest: String, line: &str) -> String {
 }
 
 /// A host with its cache and data dirs in `root`.
+/// The names of a loaded plugin's tools, in its order.
+pub fn tool_names(plugin: &LoadedPlugin) -> Vec<&str> {
+    plugin
+        .tools()
+        .iter()
+        .map(|t| t.spec.name.as_str())
+        .collect()
+}
+
 pub fn host(root: &Path) -> PluginHost {
     PluginHost::new(HostOptions::new(root.join("cache"), root.join("data"))).unwrap()
 }
