@@ -15,6 +15,11 @@ impl SessionDb {
     /// Indexes every waiting message for search; returns how many there were. Searches and
     /// the integrity check do this themselves; call it when a session ends.
     pub fn index_pending(&self) -> Result<usize> {
+        // Asked before every search: when nothing waits, no write lock is taken (it could make a
+        // search wait for another process's writes).
+        if self.read(waiting)? == 0 {
+            return Ok(0);
+        }
         self.write(index_waiting)
     }
 }
@@ -35,17 +40,13 @@ pub(crate) fn index_waiting(tx: &Transaction<'_>) -> Result<usize> {
 
 /// Indexes the waiting messages if a batch is full (called by appends).
 pub(crate) fn index_if_batch_full(tx: &Transaction<'_>) -> Result<()> {
-    let waiting: i64 = tx
-        .prepare_cached("SELECT count(*) FROM messages_unindexed")?
-        .query_row([], |row| row.get(0))?;
-    if waiting >= INDEX_BATCH {
+    if waiting(tx)? >= INDEX_BATCH {
         index_waiting(tx)?;
     }
     Ok(())
 }
 
 /// How many messages wait to be indexed.
-#[cfg(test)]
 pub(crate) fn waiting(tx: &Transaction<'_>) -> Result<i64> {
     Ok(tx
         .prepare_cached("SELECT count(*) FROM messages_unindexed")?
