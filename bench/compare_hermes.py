@@ -414,15 +414,14 @@ def measure(spawner: Path, argv: List[str], env: Dict[str, str], cwd: Path, time
 class ScriptedServer:
     """One `talaria-scripted-server --loop` per run set, recording to a JSON-lines file."""
 
-    def __init__(self, binary: Path, steps: List[dict], directory: Path, chunk_size: Optional[int]):
+    def __init__(self, binary: Path, steps: List[dict], directory: Path, chunk_size: str):
         directory.mkdir(parents=True, exist_ok=True)
         self.script = directory / "script.json"
         self.record = directory / "requests.jsonl"
         self.script.write_text(json.dumps(steps, indent=1))
         self.record.write_text("")
-        argv = [str(binary), "--script", str(self.script), "--record", str(self.record), "--loop"]
-        if chunk_size:
-            argv += ["--chunk-size", str(chunk_size)]
+        argv = [str(binary), "--script", str(self.script), "--record", str(self.record), "--loop",
+                "--chunk-size", chunk_size]
         self.log = open(directory / "server.log", "wb")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL)
         line = self.proc.stdout.readline().decode().strip() if self.proc.stdout else ""
@@ -512,7 +511,7 @@ def run_set(
     workroot: Path,
     server_bin: Path,
     timeout: float,
-    chunk_size: Optional[int],
+    chunk_size: str,
     tag: str,
 ) -> RunSet:
     result = RunSet(scenario, agent, tag=tag)
@@ -659,6 +658,12 @@ def per_turn(rs1: Optional[RunSet], rs20: Optional[RunSet], attr: str) -> Option
     return (rs20.median(attr) - rs1.median(attr)) / (READS - 1)
 
 
+def framing(chunk_size: str) -> str:
+    if chunk_size == "event":
+        return "one HTTP chunk per SSE event, as hosted APIs flush (`--chunk-size event`)"
+    return f"HTTP chunks of {chunk_size} bytes (`--chunk-size {chunk_size}`)"
+
+
 def report(
     sets: Dict[str, Dict[str, RunSet]],
     variants: List[RunSet],
@@ -681,6 +686,8 @@ def report(
     add(f"- Talaria: {meta['talaria_version']} (commit {meta['commit']}), default distribution "
         "(`dist/default.toml`: fs and terminal plugins, compiled ahead of time)")
     add(f"- Hermes Agent: {meta['hermes_version']} (PyPI `hermes-agent=={HERMES_VERSION}`), {meta['python']}")
+    add(f"- Streamed replies: the scripted server sends {framing(meta['chunk_size'])}; "
+        "connections are kept alive between requests")
     add(f"- Tools offered (except where noted): the `file` and `terminal` toolsets on both = "
         "`read_file`, `write_file`, `patch`, `search_files`, `terminal`, `process`")
     add("")
@@ -885,7 +892,10 @@ def main() -> int:
                              "settings and --flags (default: " + "; ".join(DEFAULT_VARIANTS) + ")")
     parser.add_argument("--no-variants", action="store_true", help="no extra Talaria rows")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
-    parser.add_argument("--chunk-size", type=int, help="the scripted server's bytes per streamed chunk")
+    parser.add_argument("--chunk-size", default="event",
+                        help="how the scripted server cuts a streamed reply into HTTP chunks: `event` "
+                             "(default, one per SSE event, as hosted APIs flush) or a number of bytes "
+                             "(11 is the test suite's stress framing)")
     parser.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md",
                         help="where to write the report (default bench/RESULTS.md)")
     parser.add_argument("--no-results", action="store_true", help="print the report only")
@@ -931,6 +941,7 @@ def main() -> int:
 
     env = base_env(bench_dir)
     meta = machine()
+    meta["chunk_size"] = args.chunk_size
     meta.update({
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": " ".join(["bench/compare-hermes.sh"] + [shlex.quote(a) for a in sys.argv[1:]]),

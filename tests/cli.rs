@@ -79,6 +79,12 @@ fn assert_round_trip(server: &ScriptedServer, output: &std::process::Output, wir
     );
     let requests = server.requests();
     assert!(requests.iter().all(|r| r.wire == wire));
+    let connections: Vec<u64> = requests.iter().map(|r| r.connection).collect();
+    assert_eq!(
+        connections,
+        [1, 1],
+        "the second model call reuses the first one's connection"
+    );
     assert_tool_calls_paired(&requests);
     assert_prefix_stable(&requests);
     let result: Value = serde_json::from_str(&second_request_tool_result(server)).unwrap();

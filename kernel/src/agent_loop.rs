@@ -275,6 +275,12 @@ enum CallError {
     Failed(LoopError),
 }
 
+/// What one model call cost; persisted with the reply it produced, in one write.
+struct Charge {
+    usage: Usage,
+    cost_usd: f64,
+}
+
 /// Passes stream events to the surface as they arrive, with memory-context
 /// blocks scrubbed from the visible text.
 struct ForwardStream<'a> {
@@ -598,13 +604,13 @@ impl AgentLoop {
                 false
             }
         };
-        let response = match self
+        let (response, charge) = match self
             .call_model(conversation, ToolChoice::Auto, events, cancel)
             .await
         {
-            Ok(response) => {
+            Ok(reply) => {
                 self.state.overflow_compressed = false;
-                response
+                reply
             }
             Err(CallError::Interrupted) => {
                 return Ok(Step::Exit(self.interrupt(conversation, events).await));
@@ -631,12 +637,14 @@ impl AgentLoop {
         } = response;
         if !message.tool_calls.is_empty() {
             self.state.outstanding = message.tool_calls.clone();
-            self.push(conversation, message, events).await;
+            self.persist(conversation, message, Some(&charge), events)
+                .await;
             self.state.phase = Phase::RunTools;
             return Ok(Step::Continue);
         }
         self.state.partial_text.push_str(&message.content);
-        self.push(conversation, message, events).await;
+        self.persist(conversation, message, Some(&charge), events)
+            .await;
         if finish == FinishReason::Length
             && self.state.continuations < self.config.max_continuations
         {
@@ -752,12 +760,12 @@ impl AgentLoop {
         let reply = self
             .call_model(conversation, ToolChoice::None, events, cancel)
             .await;
-        let mut message = match reply {
-            Ok(response) => response.message,
+        let (mut message, charge) = match reply {
+            Ok((response, charge)) => (response.message, Some(charge)),
             Err(CallError::Interrupted) => {
                 return Step::Exit(self.interrupt(conversation, events).await);
             }
-            Err(CallError::Failed(_)) => Message::assistant(""),
+            Err(CallError::Failed(_)) => (Message::assistant(""), None),
         };
         // Tools were forbidden; calls made anyway would be left unanswered.
         message.tool_calls.clear();
@@ -765,18 +773,20 @@ impl AgentLoop {
             message.content = fallback_summary(conversation, exhausted);
         }
         let summary = message.content.clone();
-        self.push(conversation, message, events).await;
+        self.persist(conversation, message, charge.as_ref(), events)
+            .await;
         Step::Exit(Exit::BudgetExhausted { exhausted, summary })
     }
 
-    /// One model call with retries and the fallback chain.
+    /// One model call with retries and the fallback chain; the reply comes with
+    /// its charge, for the caller to persist with the reply's message.
     async fn call_model(
         &mut self,
         conversation: &Conversation,
         tool_choice: ToolChoice,
         events: &dyn EventSink,
         cancel: &CancellationToken,
-    ) -> Result<ModelResponse, CallError> {
+    ) -> Result<(ModelResponse, Charge), CallError> {
         self.state.iterations += 1;
         let cache = CacheBreakpoints::system_and_last_three(conversation.messages.len());
         loop {
@@ -806,13 +816,13 @@ impl AgentLoop {
             let error = match result {
                 Ok(response) => {
                     self.state.retries = 0;
-                    self.account(conversation, &response.usage, events).await;
+                    let charge = self.account(&response.usage, events);
                     let session = HookSession {
                         session_id: &conversation.session_id,
                         model: &route.model,
                     };
                     self.ports.hooks.post_llm(session, &response).await;
-                    return Ok(response);
+                    return Ok((response, charge));
                 }
                 Err(ModelError::Cancelled) => return Err(CallError::Interrupted),
                 Err(error) => error,
@@ -858,12 +868,8 @@ impl AgentLoop {
         }
     }
 
-    async fn account(
-        &mut self,
-        conversation: &Conversation,
-        usage: &Usage,
-        events: &dyn EventSink,
-    ) {
+    /// Charges a call to the budget and the run's totals.
+    fn account(&mut self, usage: &Usage, events: &dyn EventSink) -> Charge {
         let cost_usd = self.budget.charge(usage);
         self.state.usage.add(usage);
         self.state.cost_usd += cost_usd;
@@ -871,15 +877,9 @@ impl AgentLoop {
             usage: *usage,
             cost_usd,
         });
-        if let Err(error) = self
-            .ports
-            .store
-            .record_usage(&conversation.session_id, usage, cost_usd)
-            .await
-        {
-            events.emit(AgentEvent::Warning {
-                message: error.to_string(),
-            });
+        Charge {
+            usage: *usage,
+            cost_usd,
         }
     }
 
@@ -908,15 +908,31 @@ impl AgentLoop {
         message: Message,
         events: &dyn EventSink,
     ) {
+        self.persist(conversation, message, None, events).await;
+    }
+
+    /// [`AgentLoop::push`] for a model's reply, whose charge is stored with it.
+    async fn persist(
+        &mut self,
+        conversation: &mut Conversation,
+        message: Message,
+        charge: Option<&Charge>,
+        events: &dyn EventSink,
+    ) {
         if let Some(id) = &message.tool_call_id {
             self.state.outstanding.retain(|call| &call.id != id);
         }
-        if let Err(error) = self
-            .ports
-            .store
-            .append(&conversation.session_id, &message)
-            .await
-        {
+        let store = &self.ports.store;
+        let session_id = &conversation.session_id;
+        let stored = match charge {
+            Some(charge) => {
+                store
+                    .append_reply(session_id, &message, &charge.usage, charge.cost_usd)
+                    .await
+            }
+            None => store.append(session_id, &message).await,
+        };
+        if let Err(error) = stored {
             events.emit(AgentEvent::Warning {
                 message: error.to_string(),
             });

@@ -128,6 +128,19 @@ pub trait SessionStore: Send + Sync {
         usage: &Usage,
         cost_usd: f64,
     ) -> Result<(), StoreError>;
+    /// Persists a model's reply and adds the call's usage and cost to the
+    /// totals. A store that can should do both in one write (a turn's commit
+    /// count is most of its storage cost); the default does them in turn.
+    async fn append_reply(
+        &self,
+        session_id: &str,
+        message: &Message,
+        usage: &Usage,
+        cost_usd: f64,
+    ) -> Result<(), StoreError> {
+        self.record_usage(session_id, usage, cost_usd).await?;
+        self.append(session_id, message).await
+    }
     /// Compression closed `old_id`; `new_id` continues it with `messages`.
     /// The default appends the messages to the new session.
     async fn continue_as(

@@ -33,6 +33,14 @@ async fn tool_round_trip_persists_every_message_and_keeps_the_prefix_stable() {
         stored, rig.conversation.messages,
         "every message persisted, in order"
     );
+    let charges = rig.store.charges.lock().unwrap().clone();
+    let charged: Vec<usize> = charges.iter().map(|(index, _)| *index).collect();
+    assert_eq!(
+        charged,
+        [1, 3],
+        "each reply is stored with its call's usage"
+    );
+    assert!(charges.iter().all(|(_, usage)| usage.input_tokens == 100));
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

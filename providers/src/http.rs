@@ -2,11 +2,14 @@
 //! and reading its body under an idle timeout and a cancellation token, and
 //! driving a wire-format decoder over the (streamed or whole) body.
 
+use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::header::CONTENT_TYPE;
 use talaria_kernel::{CancellationToken, ModelError, ModelResponse};
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFuture;
 
 use crate::config::ConfigError;
 use crate::errors::{self, malformed};
@@ -68,10 +71,7 @@ impl Exchange<'_> {
             .map_err(|e| errors::from_send_error(self.provider, &e))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let mut body = Body {
-            response,
-            exchange: self,
-        };
+        let mut body = Body::new(response, self);
         if status.is_success() {
             return Ok(body);
         }
@@ -125,9 +125,17 @@ pub(crate) enum Chunk {
 }
 
 /// A successful response's body. Dropping it aborts the transfer.
+///
+/// A streamed answer arrives in many small pieces, so the idle timeout is one
+/// timer for the whole body rather than one per piece: each piece only moves
+/// `last_data`, and when the timer fires early it is pushed to the new
+/// deadline. Likewise the cancellation wait is registered once.
 pub(crate) struct Body<'a> {
     response: reqwest::Response,
     exchange: &'a Exchange<'a>,
+    last_data: Instant,
+    idle_timer: Pin<Box<Sleep>>,
+    cancelled: Pin<Box<WaitForCancellationFuture<'a>>>,
 }
 
 /// Turns one wire format's response (streamed or whole) into a [`ModelResponse`].
@@ -142,7 +150,18 @@ pub(crate) trait Decoder {
     fn finish(self) -> ModelResponse;
 }
 
-impl Body<'_> {
+impl<'a> Body<'a> {
+    fn new(response: reqwest::Response, exchange: &'a Exchange<'a>) -> Self {
+        let now = Instant::now();
+        Self {
+            response,
+            exchange,
+            last_data: now,
+            idle_timer: Box::pin(tokio::time::sleep_until(now + exchange.idle)),
+            cancelled: Box::pin(exchange.cancel.cancelled()),
+        }
+    }
+
     /// Whether the body is an event stream (assumed when `requested` and the
     /// server sent no content type).
     pub fn is_event_stream(&self, requested: bool) -> bool {
@@ -159,12 +178,36 @@ impl Body<'_> {
         }
     }
 
-    /// The next piece of the body.
+    /// The next piece of the body, unless the idle timeout or cancellation comes first.
     async fn next(&mut self) -> Result<Chunk, ModelError> {
-        Ok(match self.exchange.guard(self.response.chunk()).await? {
+        let Self {
+            response,
+            exchange,
+            last_data,
+            idle_timer,
+            cancelled,
+        } = self;
+        let chunk = response.chunk();
+        tokio::pin!(chunk);
+        let result = loop {
+            tokio::select! {
+                biased;
+                () = cancelled.as_mut() => return Err(ModelError::Cancelled),
+                result = &mut chunk => break result,
+                () = idle_timer.as_mut() => {
+                    let deadline = *last_data + exchange.idle;
+                    if Instant::now() >= deadline {
+                        return Err(exchange.idle_error());
+                    }
+                    idle_timer.as_mut().reset(deadline);
+                }
+            }
+        };
+        *last_data = Instant::now();
+        Ok(match result {
             Ok(Some(bytes)) => Chunk::Data(bytes),
             Ok(None) => Chunk::End,
-            Err(e) if e.is_timeout() => return Err(self.exchange.idle_error()),
+            Err(e) if e.is_timeout() => return Err(exchange.idle_error()),
             Err(e) => Chunk::Broken(errors::describe(&e)),
         })
     }

@@ -84,6 +84,22 @@ impl SessionStore for SqliteSessionStore {
             .await
     }
 
+    async fn append_reply(
+        &self,
+        session_id: &str,
+        message: &Message,
+        usage: &Usage,
+        cost_usd: f64,
+    ) -> Result<(), talaria_kernel::StoreError> {
+        let session = self.metadata_for(session_id);
+        let (message, usage) = (message.clone(), *usage);
+        self.run(move |db| {
+            db.append_reply_or_create(&session, &message, &usage, cost_usd)
+                .map(drop)
+        })
+        .await
+    }
+
     /// The continuation is a session of its own whose parent is the
     /// compressed one, so the full history stays searchable.
     async fn continue_as(

@@ -80,6 +80,32 @@ impl SessionDb {
         })
     }
 
+    /// Appends a model's reply and adds its call's usage and cost to the totals,
+    /// in one transaction, creating the session first if needed; returns the
+    /// reply's sequence number.
+    pub fn append_reply_or_create(
+        &self,
+        session: &NewSession,
+        message: &Message,
+        usage: &Usage,
+        cost_usd: f64,
+    ) -> Result<u64> {
+        let encoded = encode_all(std::slice::from_ref(message))?;
+        let now = now_ms();
+        self.write(|tx| {
+            insert_session(tx, session, now)?;
+            let seq = insert_messages(
+                tx,
+                &session.id,
+                std::slice::from_ref(message),
+                &encoded,
+                now,
+            )?;
+            add_usage(tx, &session.id, usage, cost_usd, now)?;
+            Ok(seq)
+        })
+    }
+
     /// Sets (or with `None` clears) a session's title.
     pub fn set_title(&self, session_id: &str, title: Option<&str>) -> Result<()> {
         self.write(|tx| {
@@ -210,7 +236,8 @@ fn touch(tx: &Transaction<'_>, session_id: &str, now: i64) -> Result<()> {
     found.ok_or_else(|| StoreError::NotFound(session_id.to_owned()))
 }
 
-/// Adds usage and cost to the totals.
+/// Adds usage and cost to the totals and marks the session active now; fails
+/// if it does not exist.
 fn add_usage(
     tx: &Transaction<'_>,
     session_id: &str,
@@ -218,24 +245,30 @@ fn add_usage(
     cost_usd: f64,
     now: i64,
 ) -> Result<()> {
-    touch(tx, session_id, now)?;
-    tx.prepare_cached(
-        "UPDATE sessions SET
-             input_tokens = input_tokens + ?2,
-             output_tokens = output_tokens + ?3,
-             cache_read_tokens = cache_read_tokens + ?4,
-             cache_write_tokens = cache_write_tokens + ?5,
-             cost_usd = cost_usd + ?6
-         WHERE id = ?1",
-    )?
-    .execute(params![
-        session_id,
-        to_sql_int(usage.input_tokens),
-        to_sql_int(usage.output_tokens),
-        to_sql_int(usage.cache_read_tokens),
-        to_sql_int(usage.cache_write_tokens),
-        // NaN or infinity would poison the total forever.
-        if cost_usd.is_finite() { cost_usd } else { 0.0 }
-    ])?;
-    Ok(())
+    let found = tx
+        .prepare_cached(
+            "UPDATE sessions SET
+                 input_tokens = input_tokens + ?2,
+                 output_tokens = output_tokens + ?3,
+                 cache_read_tokens = cache_read_tokens + ?4,
+                 cache_write_tokens = cache_write_tokens + ?5,
+                 cost_usd = cost_usd + ?6,
+                 updated_at = max(updated_at, ?7)
+             WHERE id = ?1 RETURNING 1",
+        )?
+        .query_row(
+            params![
+                session_id,
+                to_sql_int(usage.input_tokens),
+                to_sql_int(usage.output_tokens),
+                to_sql_int(usage.cache_read_tokens),
+                to_sql_int(usage.cache_write_tokens),
+                // NaN or infinity would poison the total forever.
+                if cost_usd.is_finite() { cost_usd } else { 0.0 },
+                now
+            ],
+            |_| Ok(()),
+        )
+        .optional()?;
+    found.ok_or_else(|| StoreError::NotFound(session_id.to_owned()))
 }

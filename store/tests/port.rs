@@ -54,6 +54,45 @@ async fn the_session_is_created_with_its_metadata_on_first_append() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_is_stored_with_its_usage_in_one_transaction() {
+    let t = test_db();
+    let db = Arc::new(talaria_store::SessionDb::open(&t.path).unwrap());
+    let store = SqliteSessionStore::new(db.clone(), new_session("r1", "/a"));
+    let usage = Usage {
+        input_tokens: 7,
+        output_tokens: 2,
+        cache_read_tokens: 5,
+        ..Usage::default()
+    };
+    // The first write of a session may be a reply (a continuation, say): it creates it.
+    store
+        .append_reply("r1", &Message::assistant("one"), &usage, 0.5)
+        .await
+        .unwrap();
+    store.append("r1", &Message::user("more")).await.unwrap();
+    store
+        .append_reply("r1", &Message::assistant("two"), &usage, 0.25)
+        .await
+        .unwrap();
+
+    let row = db.session("r1").unwrap().unwrap();
+    assert_eq!(row.message_count, 3);
+    assert_eq!(
+        (row.input_tokens, row.output_tokens, row.cache_read_tokens),
+        (14, 4, 10)
+    );
+    assert!((row.cost_usd - 0.75).abs() < 1e-9);
+    assert_eq!(
+        db.messages("r1").unwrap(),
+        [
+            Message::assistant("one"),
+            Message::user("more"),
+            Message::assistant("two")
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_through_the_port_keep_every_message() {
     let t = test_db();
     let db = Arc::new(talaria_store::SessionDb::open(&t.path).unwrap());

@@ -1,4 +1,5 @@
-//! Minimal HTTP/1.1 on a raw TCP stream: one request per connection, `Connection: close`.
+//! Minimal HTTP/1.1 on a raw TCP stream. A connection serves requests one after another
+//! (keep-alive, as real providers do) until the client asks to close or a response ends early.
 //!
 //! Responses are written by hand so the server can split bodies into tiny chunks, stall,
 //! or hang up mid-body.
@@ -23,9 +24,21 @@ pub(crate) struct Request {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// `HTTP/1.1` or `HTTP/1.0`, as sent.
+    pub version: String,
 }
 
 impl Request {
+    /// Whether the client lets the connection carry another request.
+    pub(crate) fn keep_alive(&self) -> bool {
+        let connection = self.header("connection").map(str::to_ascii_lowercase);
+        match connection.as_deref() {
+            Some(value) if value.contains("close") => false,
+            Some(value) if value.contains("keep-alive") => true,
+            _ => self.version.eq_ignore_ascii_case("HTTP/1.1"),
+        }
+    }
+
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -70,7 +83,8 @@ pub(crate) enum Ending {
 /// How bodies are cut into writes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Framing {
-    /// Bytes per HTTP chunk (each written and flushed on its own).
+    /// Bytes per HTTP chunk (each written and flushed on its own); 0 for one chunk per
+    /// SSE event (see [`pieces`]).
     pub chunk_size: usize,
     /// Pause after each chunk.
     pub chunk_delay: Duration,
@@ -119,7 +133,7 @@ impl Connection {
             other => other?,
         };
         let mut parts = request_line.split_whitespace();
-        let (Some(method), Some(target), Some(_version)) =
+        let (Some(method), Some(target), Some(version)) =
             (parts.next(), parts.next(), parts.next())
         else {
             return Err(invalid(format!("bad request line {request_line:?}")));
@@ -129,6 +143,7 @@ impl Connection {
             target: target.to_owned(),
             headers: Vec::new(),
             body: Vec::new(),
+            version: version.to_owned(),
         };
         loop {
             let line = self.read_line(&mut budget).await?;
@@ -202,11 +217,13 @@ impl Connection {
     }
 
     /// Writes `response`, honouring its [`Ending`]. `stopped` resolves when the server
-    /// shuts down, which cuts a stall short.
+    /// shuts down, which cuts a stall short. With `keep_alive` a complete response leaves
+    /// the connection open for the next request.
     pub(crate) async fn send(
         &mut self,
         response: &Response,
         framing: Framing,
+        keep_alive: bool,
         stopped: impl Future<Output = ()>,
     ) -> io::Result<()> {
         let (head_wanted, limit) = match response.ending {
@@ -215,10 +232,10 @@ impl Connection {
             Ending::Stall { head, bytes, .. } => (head, bytes),
         };
         if head_wanted {
-            self.write(head(response).as_bytes()).await?;
+            self.write(head(response, keep_alive).as_bytes()).await?;
             let body = &response.body[..limit.min(response.body.len())];
             if response.chunked {
-                for piece in body.chunks(framing.chunk_size.max(1)) {
+                for piece in pieces(body, framing.chunk_size) {
                     let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
                     frame.extend_from_slice(piece);
                     frame.extend_from_slice(b"\r\n");
@@ -236,7 +253,11 @@ impl Connection {
                 if response.chunked {
                     self.write(b"0\r\n\r\n").await?;
                 }
-                self.stream.get_mut().shutdown().await
+                if keep_alive {
+                    Ok(())
+                } else {
+                    self.stream.get_mut().shutdown().await
+                }
             }
             // Dropping the stream closes the connection without finishing the body.
             Ending::DropAfter(_) => Ok(()),
@@ -251,8 +272,30 @@ impl Connection {
     }
 }
 
-/// The status line and headers, with framing headers and `Connection: close`.
-fn head(response: &Response) -> String {
+/// `body` cut into HTTP chunks of `chunk_size` bytes, or with 0 after each blank line
+/// (one chunk per SSE event, as hosted APIs flush them; a body without one stays whole).
+pub(crate) fn pieces(body: &[u8], chunk_size: usize) -> Vec<&[u8]> {
+    if chunk_size > 0 {
+        return body.chunks(chunk_size).collect();
+    }
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for end in 1..body.len() {
+        let blank_line_ends = body[end] == b'\n'
+            && (body[end - 1] == b'\n' || (end >= 2 && body[end - 2..end] == *b"\n\r"));
+        if blank_line_ends {
+            pieces.push(&body[start..=end]);
+            start = end + 1;
+        }
+    }
+    if start < body.len() {
+        pieces.push(&body[start..]);
+    }
+    pieces
+}
+
+/// The status line and headers, with framing and `Connection` headers.
+fn head(response: &Response, keep_alive: bool) -> String {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
@@ -266,7 +309,13 @@ fn head(response: &Response) -> String {
     } else {
         head.push_str(&format!("Content-Length: {}\r\n", response.body.len()));
     }
-    head.push_str("Connection: close\r\n\r\n");
+    // Only a complete response can be followed by another on the same connection.
+    let keep_alive = keep_alive && response.ending == Ending::Complete;
+    head.push_str(if keep_alive {
+        "Connection: keep-alive\r\n\r\n"
+    } else {
+        "Connection: close\r\n\r\n"
+    });
     head
 }
 
@@ -313,6 +362,23 @@ mod tests {
         let request = conn.read_request().await;
         drop(conn);
         (request, client.await.unwrap())
+    }
+
+    #[test]
+    fn pieces_by_size_or_by_event() {
+        assert_eq!(pieces(b"abcde", 2), [&b"ab"[..], b"cd", b"e"]);
+        let lf = b"data: 1\n\ndata: 2\n\n";
+        assert_eq!(pieces(lf, 0), [&b"data: 1\n\n"[..], b"data: 2\n\n"]);
+        let crlf = b"event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\ntail";
+        assert_eq!(
+            pieces(crlf, 0),
+            [
+                &b"event: a\r\ndata: 1\r\n\r\n"[..],
+                b"data: 2\r\n\r\n",
+                b"tail"
+            ]
+        );
+        assert_eq!(pieces(b"{\"whole\": true}", 0), [&b"{\"whole\": true}"[..]]);
     }
 
     #[tokio::test]

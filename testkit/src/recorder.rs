@@ -47,6 +47,10 @@ pub struct RecordedRequest {
     pub wire: Wire,
     /// Whether the body asked for a stream (`"stream": true`).
     pub stream: bool,
+    /// Which connection carried it: 1 for the first the server accepted, and so on
+    /// (a client that reuses its connection sends several requests on one).
+    #[serde(default)]
+    pub connection: u64,
 }
 
 /// A conversation message in a wire-neutral form.
@@ -310,6 +314,7 @@ mod tests {
             raw_body: raw.into(),
             wire,
             stream: false,
+            connection: 1,
         }
     }
 

@@ -47,7 +47,8 @@ pub struct ServerOptions {
     /// Port on 127.0.0.1; 0 (default) picks a free one.
     pub port: u16,
     /// Bytes per HTTP chunk of a streamed body, each flushed separately (default 11), so
-    /// SSE events straddle chunk boundaries.
+    /// SSE events straddle chunk boundaries; 0 sends one chunk per SSE event instead,
+    /// the way hosted APIs flush a stream.
     pub chunk_size: usize,
     /// Pause after each streamed chunk (default none).
     pub chunk_delay: Duration,
@@ -216,12 +217,14 @@ struct Ask {
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = 0;
     loop {
         tokio::select! {
             () = shared.stopped() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
+                    connections += 1;
+                    tokio::spawn(serve_connection(stream, Arc::clone(&shared), connections));
                 }
                 // E.g. out of file descriptors: back off instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -230,25 +233,44 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
+/// Serves one connection's requests in turn until the client or a response closes it.
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, connection: u64) {
     let mut conn = Connection::new(stream);
     let framing = Framing {
         chunk_size: shared.options.chunk_size,
         chunk_delay: shared.options.chunk_delay,
     };
-    let (response, delay) = match conn.read_request().await {
-        Ok(Some(request)) => shared.respond(request),
-        Ok(None) => return,
-        Err(e) => (bad_request(&e.to_string()), None),
-    };
-    if let Some(delay) = delay {
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
+    loop {
+        let read = tokio::select! {
+            read = conn.read_request() => read,
             () = shared.stopped() => return,
+        };
+        let (response, delay, keep_alive) = match read {
+            Ok(Some(request)) => {
+                let keep_alive = request.keep_alive();
+                let (response, delay) = shared.respond(request, connection);
+                (response, delay, keep_alive)
+            }
+            Ok(None) => return,
+            Err(e) => (bad_request(&e.to_string()), None, false),
+        };
+        if let Some(delay) = delay {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = shared.stopped() => return,
+            }
+        }
+        let keep_alive = keep_alive && response.ending == Ending::Complete;
+        // The peer hanging up is its business; nothing to report.
+        if conn
+            .send(&response, framing, keep_alive, shared.stopped())
+            .await
+            .is_err()
+            || !keep_alive
+        {
+            return;
         }
     }
-    // The peer hanging up is its business; nothing to report.
-    let _ = conn.send(&response, framing, shared.stopped()).await;
 }
 
 fn route(path: &str) -> Option<Wire> {
@@ -302,7 +324,7 @@ impl Shared {
     }
 
     /// Records `request`, takes the next step and renders it; also returns the step's delay.
-    fn respond(&self, request: Request) -> (Response, Option<Duration>) {
+    fn respond(&self, request: Request, connection: u64) -> (Response, Option<Duration>) {
         let Some(wire) = route(request.path()) else {
             let message = format!(
                 "scripted server: no route for {} {}",
@@ -318,7 +340,7 @@ impl Shared {
                 None,
             );
         }
-        let (ask, step) = self.record(wire, request);
+        let (ask, step) = self.record(wire, request, connection);
         let delay = step
             .as_ref()
             .and_then(|s| s.delay_ms)
@@ -337,7 +359,7 @@ impl Shared {
     }
 
     /// Records the request and takes the next step (`None` once the script is exhausted).
-    fn record(&self, wire: Wire, request: Request) -> (Ask, Option<Step>) {
+    fn record(&self, wire: Wire, request: Request, connection: u64) -> (Ask, Option<Step>) {
         let raw_body = String::from_utf8_lossy(&request.body).into_owned();
         let body: Value = serde_json::from_str(&raw_body).unwrap_or(Value::Null);
         let flag = |pointer: &str| body.pointer(pointer).and_then(Value::as_bool) == Some(true);
@@ -357,6 +379,7 @@ impl Shared {
             raw_body,
             wire,
             stream,
+            connection,
         };
         let system = recorded.system_prompt_raw();
 
@@ -467,8 +490,11 @@ impl Shared {
                 let mut response = self.success(ask, &completion);
                 response.ending = Ending::Stall {
                     head: ask.stream,
+                    // The first chunk, then silence.
                     bytes: if ask.stream {
-                        self.options.chunk_size
+                        crate::http::pieces(&response.body, self.options.chunk_size)
+                            .first()
+                            .map_or(0, |piece| piece.len())
                     } else {
                         0
                     },

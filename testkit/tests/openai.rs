@@ -409,3 +409,25 @@ async fn cached_tokens_when_the_system_prompt_repeats() {
     assert_eq!(cached(first), 0);
     assert!(cached(second) > 0);
 }
+
+#[tokio::test]
+async fn chunk_size_zero_sends_one_chunk_per_event() {
+    let options = ServerOptions {
+        chunk_size: 0,
+        line_ending: LineEnding::CrLf,
+        ..ServerOptions::default()
+    };
+    let s = ScriptedServer::start(Script::new([Step::text("Hello there")]), options)
+        .await
+        .unwrap();
+    let r = post(s.addr(), PATH, &openai_body(true)).await;
+    assert!(r.complete);
+    let events = r.sse();
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    assert_eq!(r.chunks.len(), events.len(), "{:?}", r.chunks);
+    let mut offset = 0;
+    for size in &r.chunks {
+        offset += size;
+        assert!(r.body[..offset].ends_with(b"\r\n\r\n"));
+    }
+}

@@ -71,7 +71,7 @@ async fn unknown_routes_and_methods_consume_no_step() {
     );
     let r = send_raw(
         s.addr(),
-        b"GET /v1/messages HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /v1/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         Duration::from_secs(5),
     )
     .await;
@@ -82,6 +82,63 @@ async fn unknown_routes_and_methods_consume_no_step() {
     assert!(s.requests().is_empty());
 }
 
+/// Reads one response whose body has a Content-Length, leaving the connection open.
+async fn read_sized_response(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let mut raw = Vec::new();
+    let mut byte = [0; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).await.unwrap(), 1, "closed mid-head");
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8(raw).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).await.unwrap();
+    (head, body)
+}
+
+#[tokio::test]
+async fn a_connection_carries_requests_until_the_client_closes_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let steps = [Step::text("one"), Step::text("two"), Step::text("three")];
+    let s = ScriptedServer::start(Script::new(steps), ServerOptions::default())
+        .await
+        .unwrap();
+    let body = openai_body(false).to_string();
+    let request = |close: &str| {
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{close}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let mut stream = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    stream.write_all(request("").as_bytes()).await.unwrap();
+    let (head, first) = read_sized_response(&mut stream).await;
+    assert!(head.contains("Connection: keep-alive"), "{head}");
+    assert!(String::from_utf8_lossy(&first).contains("\"one\""));
+
+    stream
+        .write_all(request("Connection: close\r\n").as_bytes())
+        .await
+        .unwrap();
+    let (head, second) = read_sized_response(&mut stream).await;
+    assert!(head.contains("Connection: close"), "{head}");
+    assert!(String::from_utf8_lossy(&second).contains("\"two\""));
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty(), "the server closed after the last response");
+
+    post(s.addr(), "/v1/chat/completions", &openai_body(false)).await;
+    let connections: Vec<u64> = s.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(connections, [1, 1, 2]);
+}
+
 #[tokio::test]
 async fn non_json_bodies_are_recorded_as_null() {
     let s = ScriptedServer::start(Script::new([Step::text("ok")]), ServerOptions::default())
@@ -89,7 +146,7 @@ async fn non_json_bodies_are_recorded_as_null() {
         .unwrap();
     let r = send_raw(
         s.addr(),
-        b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 3\r\n\r\n{x}",
+        b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: 3\r\n\r\n{x}",
         Duration::from_secs(5),
     )
     .await;

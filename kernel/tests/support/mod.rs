@@ -220,6 +220,8 @@ impl ToolDispatcher for FakeTools {
 #[derive(Default)]
 pub struct MemoryStore {
     pub messages: Mutex<Vec<(String, Message)>>,
+    /// The usage stored with each model reply, by the reply's index in `messages`.
+    pub charges: Mutex<Vec<(usize, Usage)>>,
     pub fail: bool,
 }
 
@@ -237,6 +239,19 @@ impl SessionStore for MemoryStore {
     }
 
     async fn record_usage(&self, _: &str, _: &Usage, _: f64) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn append_reply(
+        &self,
+        session_id: &str,
+        message: &Message,
+        usage: &Usage,
+        _: f64,
+    ) -> Result<(), StoreError> {
+        self.append(session_id, message).await?;
+        let index = self.messages.lock().unwrap().len() - 1;
+        self.charges.lock().unwrap().push((index, *usage));
         Ok(())
     }
 }

@@ -20,8 +20,8 @@ struct Args {
     /// Append every request to this file as a JSON line.
     #[arg(long)]
     record: Option<PathBuf>,
-    /// Bytes per HTTP chunk of streamed bodies.
-    #[arg(long, default_value_t = ServerOptions::default().chunk_size)]
+    /// Bytes per HTTP chunk of streamed bodies, or `event` for one chunk per SSE event.
+    #[arg(long, default_value_t = ServerOptions::default().chunk_size, value_parser = parse_chunk_size)]
     chunk_size: usize,
     /// Use CRLF line endings in SSE bodies.
     #[arg(long)]
@@ -31,12 +31,25 @@ struct Args {
     loop_script: bool,
 }
 
+/// A positive number of bytes, or `event` (stored as 0).
+fn parse_chunk_size(value: &str) -> Result<usize, String> {
+    match value {
+        "event" => Ok(0),
+        _ => match value.parse::<usize>() {
+            Ok(bytes) if bytes > 0 => Ok(bytes),
+            _ => Err(format!(
+                "expected a positive number of bytes or `event`, got {value:?}"
+            )),
+        },
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let script = Script::load(&args.script)?;
     let options = ServerOptions {
         port: args.port,
-        chunk_size: args.chunk_size.max(1),
+        chunk_size: args.chunk_size,
         line_ending: if args.crlf {
             LineEnding::CrLf
         } else {

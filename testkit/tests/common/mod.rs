@@ -124,12 +124,13 @@ pub async fn exchange(addr: SocketAddr, request: &[u8], timeout: Duration) -> (V
     (raw, closed)
 }
 
-/// The bytes of a JSON POST request.
+/// The bytes of a JSON POST request that asks the server to close the connection after
+/// answering (the helpers read until it does).
 pub fn request_bytes(addr: SocketAddr, path: &str, body: &Value) -> Vec<u8> {
     let body = body.to_string();
     format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Authorization: Bearer test-key\r\nContent-Length: {}\r\n\r\n{body}",
+         Authorization: Bearer test-key\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
