@@ -104,7 +104,7 @@ impl SessionDb {
 
     /// The connection. A panic while it was held leaves no open transaction
     /// (dropping one rolls it back), so a poisoned lock is still usable.
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use rusqlite::Connection;
+use rusqlite::config::DbConfig;
 
 use crate::error::{Result, StoreError};
 use crate::retry;
@@ -127,6 +128,11 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<()> {
     };
     // Connection settings only: nothing here writes to the file.
     conn.busy_timeout(retry::BUSY_TIMEOUT).map_err(open_error)?;
+    // Query plans must not depend on bound values: otherwise SQLite (built with STAT4) re-prepares
+    // a statement such as `... WHERE session_id = ?1` each time it is bound anew after a write,
+    // which was most of the CPU time of an append.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(open_error)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(open_error)?;
     let found = refuse_newer(conn, path)?;

@@ -174,6 +174,9 @@ fn insert_session(tx: &Transaction<'_>, session: &NewSession, now: i64) -> Resul
     Ok(inserted > 0)
 }
 
+/// The session's last sequence number (0 before the first message).
+const LAST_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1";
+
 /// Appends `messages` after the session's last one; returns the last seq.
 pub(crate) fn insert_messages(
     tx: &Transaction<'_>,
@@ -185,7 +188,7 @@ pub(crate) fn insert_messages(
     touch(tx, session_id, now)?;
     // Safe without a race: BEGIN IMMEDIATE holds the write lock until commit.
     let last: i64 = tx
-        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1")?
+        .prepare_cached(LAST_SEQ)?
         .query_row([session_id], |row| row.get(0))?;
     let mut seq = last;
     for (message, calls) in messages.iter().zip(tool_calls) {
@@ -271,4 +274,32 @@ fn add_usage(
         )
         .optional()?;
     found.ok_or_else(|| StoreError::NotFound(session_id.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use rusqlite::StatementStatus;
+
+    use super::*;
+
+    /// The cached statements of an append are compiled once per connection, not again
+    /// at every append (see the query planner setting in `schema::prepare`).
+    #[test]
+    fn appends_reuse_their_compiled_statements() {
+        let db = SessionDb::open_in_memory().unwrap();
+        let session = NewSession {
+            id: "s".into(),
+            ..NewSession::default()
+        };
+        for _ in 0..4 {
+            db.append_or_create(&session, &Message::user("x")).unwrap();
+        }
+        let conn = db.lock();
+        let mut last_seq = conn.prepare_cached(LAST_SEQ).unwrap();
+        let seq: i64 = last_seq.query_row(["s"], |row| row.get(0)).unwrap();
+        assert_eq!(seq, 4);
+        assert_eq!(last_seq.get_status(StatementStatus::RePrepare), 0);
+    }
 }
