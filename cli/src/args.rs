@@ -116,7 +116,8 @@ pub enum SessionsCommand {
         /// Session id (a unique prefix is enough).
         id: String,
     },
-    /// Full-text search over every message (words, phrases, substrings, CJK).
+    /// Full-text search over every message (words and phrases; substrings and CJK in what was
+    /// said, not in tool output).
     Search {
         /// What to look for.
         query: String,

@@ -433,11 +433,7 @@ impl AgentLoop {
     }
 
     fn estimate(conversation: &Conversation) -> usize {
-        compress::estimate_tokens(
-            conversation.prompt.system(),
-            conversation.prompt.tools(),
-            &conversation.messages,
-        )
+        conversation.prompt.prefix_tokens() + compress::messages_tokens(&conversation.messages)
     }
 
     /// Whether the next request would reach the compression threshold (and

@@ -33,13 +33,24 @@ fn message_tokens(message: &Message) -> usize {
 
 /// The estimated prompt size of a request.
 pub fn estimate_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> usize {
+    prefix_tokens(system, tools) + messages_tokens(messages)
+}
+
+/// The estimated size of the system prompt and tool schemas (fixed for a session, so a
+/// [`crate::FrozenPrompt`] works it out once).
+pub fn prefix_tokens(system: &str, tools: &[ToolSpec]) -> usize {
     let tools: usize = tools
         .iter()
         .map(|t| {
             tokens_of(&t.name) + tokens_of(&t.description) + tokens_of(&t.parameters.to_string())
         })
         .sum();
-    tokens_of(system) + tools + messages.iter().map(message_tokens).sum::<usize>()
+    tokens_of(system) + tools
+}
+
+/// The estimated size of the messages of a request.
+pub fn messages_tokens(messages: &[Message]) -> usize {
+    messages.iter().map(message_tokens).sum()
 }
 
 /// Where the protected head ends: after [`PROTECTED_HEAD`] messages, moved

@@ -52,9 +52,15 @@ pub fn tool_use_guidance(model: &str) -> &'static str {
 pub struct FrozenPrompt {
     system: Arc<str>,
     tools: Arc<[ToolSpec]>,
+    prefix_tokens: usize,
 }
 
 impl FrozenPrompt {
+    /// The estimated tokens of the system prompt and tools (see [`crate::compress`]).
+    pub fn prefix_tokens(&self) -> usize {
+        self.prefix_tokens
+    }
+
     /// The system prompt text.
     pub fn system(&self) -> &str {
         &self.system
@@ -114,6 +120,7 @@ impl PromptBuilder {
         self.tools.sort_by(|a, b| a.name.cmp(&b.name));
         self.tools.dedup_by(|a, b| a.name == b.name);
         FrozenPrompt {
+            prefix_tokens: crate::compress::prefix_tokens(&system, &self.tools),
             system: system.into(),
             tools: self.tools.into(),
         }
@@ -156,6 +163,11 @@ mod tests {
         assert_eq!(prompt.system(), "persona");
         let names: Vec<_> = prompt.tools().iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            prompt.prefix_tokens(),
+            crate::compress::estimate_tokens(prompt.system(), prompt.tools(), &[]),
+            "the frozen estimate covers the system prompt and the kept tools"
+        );
     }
 
     #[test]

@@ -24,15 +24,20 @@ impl SessionDb {
     }
 }
 
-/// Indexes the waiting messages inside `tx`.
+/// Indexes the waiting messages inside `tx`: every one by words, the conversation (not tool
+/// results, see schema version 3) by trigrams.
 pub(crate) fn index_waiting(tx: &Transaction<'_>) -> Result<usize> {
-    for table in ["messages_fts", "messages_trigram"] {
-        tx.prepare_cached(&format!(
-            "INSERT INTO {table} (rowid, content)
-             SELECT m.id, m.content FROM messages_unindexed u JOIN messages m ON m.id = u.id"
-        ))?
-        .execute([])?;
-    }
+    tx.prepare_cached(
+        "INSERT INTO messages_fts (rowid, content)
+         SELECT m.id, m.content FROM messages_unindexed u JOIN messages m ON m.id = u.id",
+    )?
+    .execute([])?;
+    tx.prepare_cached(
+        "INSERT INTO messages_trigram (rowid, content)
+         SELECT m.id, m.content FROM messages_unindexed u JOIN messages m ON m.id = u.id
+         WHERE m.role <> 'tool'",
+    )?
+    .execute([])?;
     Ok(tx
         .prepare_cached("DELETE FROM messages_unindexed")?
         .execute([])?)
@@ -128,6 +133,81 @@ mod tests {
         assert!(db.delete("new").unwrap());
         assert_eq!(found(&db, "walrus"), 0);
         assert!(db.integrity_check().unwrap().is_empty());
+    }
+
+    fn tool_output(text: &str) -> Message {
+        Message {
+            role: talaria_kernel::Role::Tool,
+            content: text.into(),
+            tool_call_id: Some("call_1".into()),
+            name: Some("read_file".into()),
+            ..Message::default()
+        }
+    }
+
+    fn kinds(db: &SessionDb, query: &str) -> Vec<crate::MatchKind> {
+        db.search(query, 10)
+            .unwrap()
+            .iter()
+            .map(|hit| hit.kind)
+            .collect()
+    }
+
+    #[test]
+    fn tool_results_are_found_by_words_and_the_conversation_by_substrings_too() {
+        use crate::MatchKind::{Substring, Word};
+        let db = SessionDb::open_in_memory().unwrap();
+        db.append_or_create(&session("s"), &Message::user("look at the flamingo"))
+            .unwrap();
+        db.append_or_create(&session("s"), &tool_output("pelican and flamingo"))
+            .unwrap();
+        assert_eq!(kinds(&db, "pelican"), [Word]);
+        assert_eq!(kinds(&db, "flamingo"), [Word, Word]);
+        // Parts of words: the user's message only.
+        assert_eq!(kinds(&db, "laming"), [Substring]);
+        assert_eq!(kinds(&db, "elica"), []);
+        assert!(db.integrity_check().unwrap().is_empty());
+        // Deleting either keeps both indexes consistent, also for the id reused next.
+        db.truncate("s", 1).unwrap();
+        db.append_or_create(&session("s"), &tool_output("heron"))
+            .unwrap();
+        assert!(db.integrity_check().unwrap().is_empty());
+        db.truncate("s", 0).unwrap();
+        assert!(db.integrity_check().unwrap().is_empty());
+        assert_eq!(kinds(&db, "flamingo"), []);
+    }
+
+    #[test]
+    fn a_version_2_file_drops_tool_results_from_the_substring_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.sqlite");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(crate::schema::V1).unwrap();
+            conn.execute_batch(crate::schema::V2).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO sessions (id, source, model, created_at, updated_at)
+                     VALUES ('s', 'cli', 'm', 0, 0);
+                 INSERT INTO messages (session_id, seq, role, content, created_at)
+                     VALUES ('s', 1, 'user', 'an older heron', 0),
+                            ('s', 2, 'tool', 'egrets output', 0),
+                            ('s', 3, 'user', 'a waiting ibis', 0);
+                 DELETE FROM messages_unindexed WHERE id < 3;
+                 INSERT INTO messages_fts (rowid, content)
+                     SELECT id, content FROM messages WHERE id < 3;
+                 INSERT INTO messages_trigram (rowid, content)
+                     SELECT id, content FROM messages WHERE id < 3;",
+            )
+            .unwrap();
+        }
+        let db = SessionDb::open(&path).unwrap();
+        assert_eq!(waiting_now(&db), 1, "the waiting message still waits");
+        assert!(db.integrity_check().unwrap().is_empty());
+        assert_eq!(kinds(&db, "lder her"), [crate::MatchKind::Substring]);
+        assert_eq!(kinds(&db, "aiting ib"), [crate::MatchKind::Substring]);
+        assert_eq!(kinds(&db, "egrets"), [crate::MatchKind::Word]);
+        assert_eq!(kinds(&db, "gret"), []);
     }
 
     #[test]

@@ -84,7 +84,7 @@ END;
 /// by a trigger: a message's FTS work was most of the cost of writing it. New messages wait in
 /// `messages_unindexed`; the delete and update triggers touch the indexes only for messages they
 /// hold (ids can be reused after a delete, so "which ids wait" is a table, not a watermark).
-const V2: &str = r#"
+pub(crate) const V2: &str = r#"
 CREATE TABLE messages_unindexed (id INTEGER PRIMARY KEY);
 
 DROP TRIGGER messages_fts_insert;
@@ -113,8 +113,47 @@ WHEN NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id) BEGIN
 END;
 "#;
 
+/// Version 3: the trigram (substring) index holds the conversation — user, assistant and system
+/// messages — and no longer tool results. Tool output (file contents, command output) was most
+/// of the indexed text and trigram indexing most of the cost of storing it; tool results stay
+/// in the word index. The index reads its text through a view of the conversation, so FTS5's
+/// own consistency check still compares it with exactly what it should hold.
+const V3: &str = r#"
+DROP TRIGGER messages_fts_delete;
+DROP TRIGGER messages_fts_update;
+DROP TABLE messages_trigram;
+
+CREATE VIEW messages_conversation AS SELECT id, content FROM messages WHERE role <> 'tool';
+CREATE VIRTUAL TABLE messages_trigram USING fts5(
+    content, content = 'messages_conversation', content_rowid = 'id', tokenize = 'trigram'
+);
+INSERT INTO messages_trigram (rowid, content)
+    SELECT id, content FROM messages_conversation
+    WHERE id NOT IN (SELECT id FROM messages_unindexed);
+
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content)
+        SELECT 'delete', old.id, old.content
+        WHERE NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content
+        WHERE old.role <> 'tool'
+          AND NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id);
+    DELETE FROM messages_unindexed WHERE id = old.id;
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages
+WHEN NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id) BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content);
+    INSERT INTO messages_trigram (messages_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.role <> 'tool';
+    INSERT INTO messages_trigram (rowid, content)
+        SELECT new.id, new.content WHERE new.role <> 'tool';
+END;
+"#;
+
 /// Every migration, oldest first; the schema version is their count.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

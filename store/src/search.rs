@@ -2,7 +2,8 @@
 //!
 //! Passes, each only if the previous ones found fewer hits than asked: whole
 //! words (the `unicode61` index, bm25-ranked), then substrings (the trigram
-//! index: parts of words, CJK text without spaces; newest first), or a LIKE
+//! index of the conversation, not of tool results: parts of words, CJK text
+//! without spaces; newest first), or a LIKE
 //! scan (newest first) when every term is shorter than a trigram. Hits are
 //! deduplicated by message; earlier passes rank first.
 

@@ -66,7 +66,8 @@ impl NativeTool for SessionSearchTool {
         ToolSpec {
             name: "session_search".into(),
             description: "Search your past conversations with this user (every session of this \
-                profile): words, phrases, parts of words, any language. Use it when the user \
+                profile): words and phrases, tool output included; parts of words and any \
+                language in what you and the user wrote. Use it when the user \
                 refers to earlier work (\"like last time\", \"the bug we fixed\") or when past \
                 decisions would help. Returns snippets grouped by session, newest first when \
                 sort is \"recent\"."

@@ -11,10 +11,12 @@ use crate::errors::{self, malformed};
 use crate::http::Decoder;
 use crate::sse::SseEvent;
 
+/// A streamed chunk, a whole response, or an error event.
 #[derive(Deserialize)]
 struct Chunk {
     choices: Option<Vec<Choice>>,
     usage: Option<WireUsage>,
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -79,12 +81,11 @@ impl<'s> ChatDecoder<'s> {
         }
     }
 
-    fn apply(&mut self, value: Value) -> Result<(), ModelError> {
-        if value.get("error").is_some_and(|e| !e.is_null()) {
-            return Err(errors::from_error_event(&value));
+    fn apply(&mut self, chunk: Chunk) -> Result<(), ModelError> {
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            let event = Value::Object([("error".to_owned(), error)].into_iter().collect());
+            return Err(errors::from_error_event(&event));
         }
-        let chunk: Chunk = serde_json::from_value(value)
-            .map_err(|e| malformed(format!("unexpected chunk shape: {e}")))?;
         if let Some(usage) = chunk.usage {
             self.asm.usage = map_usage(&usage);
         }
@@ -163,9 +164,15 @@ impl Decoder for ChatDecoder<'_> {
         if data == "[DONE]" {
             return Ok(true);
         }
-        let value = serde_json::from_str(data)
-            .map_err(|e| malformed(format!("invalid JSON in stream: {e}")))?;
-        self.apply(value)?;
+        // Straight into the typed chunk: no `Value` tree per event.
+        let chunk = serde_json::from_str(data).map_err(|e| {
+            if e.is_data() {
+                malformed(format!("unexpected chunk shape: {e}"))
+            } else {
+                malformed(format!("invalid JSON in stream: {e}"))
+            }
+        })?;
+        self.apply(chunk)?;
         Ok(false)
     }
 
@@ -174,7 +181,9 @@ impl Decoder for ChatDecoder<'_> {
     }
 
     fn on_whole(&mut self, body: Value) -> Result<(), ModelError> {
-        self.apply(body)?;
+        let chunk = serde_json::from_value(body)
+            .map_err(|e| malformed(format!("unexpected response shape: {e}")))?;
+        self.apply(chunk)?;
         if !self.saw_choice {
             return Err(malformed("response has no choices"));
         }
