@@ -24,20 +24,20 @@ impl SessionDb {
     }
 }
 
-/// Indexes the waiting messages inside `tx`: every one by words, the conversation (not tool
-/// results, see schema version 3) by trigrams.
+/// Every waiting message, by words. `CROSS JOIN` keeps the waiting ids the outer loop: without
+/// it SQLite's planner scanned every message in the database to find the few waiting ones.
+const INDEX_WORDS: &str = "INSERT INTO messages_fts (rowid, content)
+    SELECT m.id, m.content FROM messages_unindexed u CROSS JOIN messages m ON m.id = u.id";
+
+/// The waiting conversation (not tool results, see schema version 3), by trigrams.
+const INDEX_TRIGRAMS: &str = "INSERT INTO messages_trigram (rowid, content)
+    SELECT m.id, m.content FROM messages_unindexed u CROSS JOIN messages m ON m.id = u.id
+    WHERE m.role <> 'tool'";
+
+/// Indexes the waiting messages inside `tx`.
 pub(crate) fn index_waiting(tx: &Transaction<'_>) -> Result<usize> {
-    tx.prepare_cached(
-        "INSERT INTO messages_fts (rowid, content)
-         SELECT m.id, m.content FROM messages_unindexed u JOIN messages m ON m.id = u.id",
-    )?
-    .execute([])?;
-    tx.prepare_cached(
-        "INSERT INTO messages_trigram (rowid, content)
-         SELECT m.id, m.content FROM messages_unindexed u JOIN messages m ON m.id = u.id
-         WHERE m.role <> 'tool'",
-    )?
-    .execute([])?;
+    tx.prepare_cached(INDEX_WORDS)?.execute([])?;
+    tx.prepare_cached(INDEX_TRIGRAMS)?.execute([])?;
     Ok(tx
         .prepare_cached("DELETE FROM messages_unindexed")?
         .execute([])?)
@@ -80,6 +80,31 @@ mod tests {
 
     fn found(db: &SessionDb, query: &str) -> usize {
         db.search(query, 10).unwrap().len()
+    }
+
+    #[test]
+    fn indexing_visits_only_the_waiting_messages() {
+        let db = SessionDb::open_in_memory().unwrap();
+        for n in 0..10 {
+            db.append_or_create(&session("s"), &Message::user(format!("note {n}")))
+                .unwrap();
+        }
+        let conn = db.lock();
+        for sql in [INDEX_WORDS, INDEX_TRIGRAMS] {
+            let select = &sql[sql.find("SELECT").unwrap()..];
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {select}"))
+                .unwrap()
+                .query_map([], |row| row.get(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert_eq!(plan[0], "SCAN u", "{plan:?}");
+            assert!(
+                plan[1].starts_with("SEARCH m USING INTEGER PRIMARY KEY"),
+                "{plan:?}"
+            );
+        }
     }
 
     #[test]
