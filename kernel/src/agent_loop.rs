@@ -907,7 +907,7 @@ impl AgentLoop {
         self.persist(conversation, message, None, events).await;
     }
 
-    /// [`AgentLoop::push`] for a model's reply, whose charge is stored with it.
+    /// [`AgentLoop::push`], storing a model's reply together with its call's charge.
     async fn persist(
         &mut self,
         conversation: &mut Conversation,

@@ -22,6 +22,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const MAX_BODY_BYTES: usize = 64 << 20;
 /// Largest error body read for classification.
 const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
+/// How long, and how much, the rest of a finished stream is read in the background.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+const DRAIN_BYTES: usize = 64 << 10;
 
 static SHARED_CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
 
@@ -94,6 +97,7 @@ impl Exchange<'_> {
         let mut body = self.send(request).await?;
         if body.is_event_stream(stream) {
             body.read_sse(&mut decoder).await?;
+            body.release();
         } else {
             decoder.on_whole(body.read_json().await?)?;
         }
@@ -233,6 +237,30 @@ impl<'a> Body<'a> {
     pub async fn read_json(&mut self) -> Result<serde_json::Value, ModelError> {
         let bytes = self.read_to_end(MAX_BODY_BYTES).await?;
         serde_json::from_slice(&bytes).map_err(|e| malformed(format!("invalid JSON response: {e}")))
+    }
+
+    /// Lets the connection go back to the pool once the stream's end marker was read. The
+    /// end of the chunked encoding usually follows the marker at once, but in a packet of its
+    /// own; dropping the body before it arrived would close the connection, and the next
+    /// request would pay for a new one (a TLS handshake with a hosted API). So what is left
+    /// is read in the background, briefly and up to a bound.
+    fn release(self) {
+        let mut response = self.response;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let drain = async {
+                let mut left = DRAIN_BYTES;
+                while let Ok(Some(bytes)) = response.chunk().await {
+                    left = match left.checked_sub(bytes.len()) {
+                        Some(left) => left,
+                        None => return,
+                    };
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+        });
     }
 
     /// Feeds the event stream to `handler` until its end marker, the end of
