@@ -40,16 +40,7 @@ impl SessionDb {
     pub fn append_or_create(&self, session: &NewSession, message: &Message) -> Result<u64> {
         let encoded = encode_all(std::slice::from_ref(message))?;
         let now = now_ms();
-        self.write(|tx| {
-            insert_session(tx, session, now)?;
-            insert_messages(
-                tx,
-                &session.id,
-                std::slice::from_ref(message),
-                &encoded,
-                now,
-            )
-        })
+        self.write(|tx| insert_one_creating(tx, session, message, &encoded, now))
     }
 
     /// Appends several messages in one transaction (imports, fixtures);
@@ -93,14 +84,7 @@ impl SessionDb {
         let encoded = encode_all(std::slice::from_ref(message))?;
         let now = now_ms();
         self.write(|tx| {
-            insert_session(tx, session, now)?;
-            let seq = insert_messages(
-                tx,
-                &session.id,
-                std::slice::from_ref(message),
-                &encoded,
-                now,
-            )?;
+            let seq = insert_one_creating(tx, session, message, &encoded, now)?;
             add_usage(tx, &session.id, usage, cost_usd, now)?;
             Ok(seq)
         })
@@ -172,6 +156,24 @@ fn insert_session(tx: &Transaction<'_>, session: &NewSession, now: i64) -> Resul
             now
         ])?;
     Ok(inserted > 0)
+}
+
+/// Appends one message, creating its session first if needed; returns its seq.
+fn insert_one_creating(
+    tx: &Transaction<'_>,
+    session: &NewSession,
+    message: &Message,
+    tool_calls: &[Option<String>],
+    now: i64,
+) -> Result<u64> {
+    insert_session(tx, session, now)?;
+    insert_messages(
+        tx,
+        &session.id,
+        std::slice::from_ref(message),
+        tool_calls,
+        now,
+    )
 }
 
 /// The session's last sequence number (0 before the first message).

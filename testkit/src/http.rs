@@ -217,8 +217,8 @@ impl Connection {
     }
 
     /// Writes `response`, honouring its [`Ending`]. `stopped` resolves when the server
-    /// shuts down, which cuts a stall short. With `keep_alive` a complete response leaves
-    /// the connection open for the next request.
+    /// shuts down, which cuts a stall short. With `keep_alive` (only for an
+    /// [`Ending::Complete`] response) the connection stays open for the next request.
     pub(crate) async fn send(
         &mut self,
         response: &Response,
@@ -309,8 +309,6 @@ fn head(response: &Response, keep_alive: bool) -> String {
     } else {
         head.push_str(&format!("Content-Length: {}\r\n", response.body.len()));
     }
-    // Only a complete response can be followed by another on the same connection.
-    let keep_alive = keep_alive && response.ending == Ending::Complete;
     head.push_str(if keep_alive {
         "Connection: keep-alive\r\n\r\n"
     } else {

@@ -260,6 +260,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, connection: u6
                 () = shared.stopped() => return,
             }
         }
+        // Only a complete response can be followed by another on the same connection.
         let keep_alive = keep_alive && response.ending == Ending::Complete;
         // The peer hanging up is its business; nothing to report.
         if conn
