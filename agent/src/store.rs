@@ -49,13 +49,15 @@ impl SessionStore for MemorySessionStore {
         self.with_session(session_id, |s| s.messages.push(message.clone()))
     }
 
-    async fn record_usage(
+    async fn append_reply(
         &self,
         session_id: &str,
+        message: &Message,
         usage: &Usage,
         cost_usd: f64,
     ) -> Result<(), StoreError> {
         self.with_session(session_id, |s| {
+            s.messages.push(message.clone());
             s.usage.add(usage);
             s.cost_usd += cost_usd;
         })

@@ -121,26 +121,16 @@ pub struct StoreError(pub String);
 pub trait SessionStore: Send + Sync {
     /// Persists one message as soon as it exists.
     async fn append(&self, session_id: &str, message: &Message) -> Result<(), StoreError>;
-    /// Adds one model call's usage and cost to the session's totals.
-    async fn record_usage(
-        &self,
-        session_id: &str,
-        usage: &Usage,
-        cost_usd: f64,
-    ) -> Result<(), StoreError>;
-    /// Persists a model's reply and adds the call's usage and cost to the
-    /// totals. A store that can should do both in one write (a turn's commit
-    /// count is most of its storage cost); the default does them in turn.
+    /// Persists a model's reply as soon as it exists and adds the call's usage
+    /// and cost to the session's totals, in one write where the store can (a
+    /// turn's commit count is most of its storage cost).
     async fn append_reply(
         &self,
         session_id: &str,
         message: &Message,
         usage: &Usage,
         cost_usd: f64,
-    ) -> Result<(), StoreError> {
-        self.record_usage(session_id, usage, cost_usd).await?;
-        self.append(session_id, message).await
-    }
+    ) -> Result<(), StoreError>;
     /// Compression closed `old_id`; `new_id` continues it with `messages`.
     /// The default appends the messages to the new session.
     async fn continue_as(

@@ -72,18 +72,6 @@ impl SessionStore for SqliteSessionStore {
             .await
     }
 
-    async fn record_usage(
-        &self,
-        session_id: &str,
-        usage: &Usage,
-        cost_usd: f64,
-    ) -> Result<(), talaria_kernel::StoreError> {
-        let session = self.metadata_for(session_id);
-        let usage = *usage;
-        self.run(move |db| db.record_usage_or_create(&session, &usage, cost_usd))
-            .await
-    }
-
     async fn append_reply(
         &self,
         session_id: &str,

@@ -57,20 +57,6 @@ impl SessionDb {
         self.write(|tx| add_usage(tx, session_id, usage, cost_usd, now))
     }
 
-    /// Like [`SessionDb::record_usage`], creating the session first if needed.
-    pub fn record_usage_or_create(
-        &self,
-        session: &NewSession,
-        usage: &Usage,
-        cost_usd: f64,
-    ) -> Result<()> {
-        let now = now_ms();
-        self.write(|tx| {
-            insert_session(tx, session, now)?;
-            add_usage(tx, &session.id, usage, cost_usd, now)
-        })
-    }
-
     /// Appends a model's reply and adds its call's usage and cost to the totals,
     /// in one transaction, creating the session first if needed; returns the
     /// reply's sequence number.

@@ -26,16 +26,15 @@ async fn the_session_is_created_with_its_metadata_on_first_append() {
     );
 
     store.append("p1", &Message::user("hi")).await.unwrap();
-    store
-        .append("p1", &Message::assistant("hello"))
-        .await
-        .unwrap();
     let usage = Usage {
         input_tokens: 10,
         output_tokens: 3,
         ..Usage::default()
     };
-    store.record_usage("p1", &usage, 0.002).await.unwrap();
+    store
+        .append_reply("p1", &Message::assistant("hello"), &usage, 0.002)
+        .await
+        .unwrap();
 
     let row = db.session("p1").unwrap().unwrap();
     assert_eq!(row.title.as_deref(), Some("Port test"));
@@ -48,8 +47,11 @@ async fn the_session_is_created_with_its_metadata_on_first_append() {
         [Message::user("hi"), Message::assistant("hello")]
     );
 
-    // Usage first also creates the session.
-    store.record_usage("p2", &usage, 0.0).await.unwrap();
+    // A reply first also creates the session.
+    store
+        .append_reply("p2", &Message::assistant("first"), &usage, 0.0)
+        .await
+        .unwrap();
     assert_eq!(db.session("p2").unwrap().unwrap().input_tokens, 10);
 }
 

@@ -238,10 +238,6 @@ impl SessionStore for MemoryStore {
         Ok(())
     }
 
-    async fn record_usage(&self, _: &str, _: &Usage, _: f64) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     async fn append_reply(
         &self,
         session_id: &str,
