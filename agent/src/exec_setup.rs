@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use talaria_approval::{ApprovalPolicy, Approver, DenyAll};
+use talaria_approval::{ApprovalPolicy, Approver, DenyAll, PathContext, ProtectedPaths};
 use talaria_exec::{Backend, BwrapBackend, GatedExecutor, LocalBackend, SshBackend, SshConfig};
 use talaria_plugin_host::ExecServices;
 
@@ -14,13 +14,15 @@ use crate::agent::BuildError;
 use crate::config::{ApprovalMode, ApprovalsConfig, BackendKind, TerminalConfig};
 use crate::home::ProfileHome;
 
-/// The backend `terminal` selects.
-fn backend(config: &TerminalConfig) -> Result<Arc<dyn Backend>, BuildError> {
+/// The backend `terminal` selects. A sandbox hides `hidden` (the profile's
+/// read-protected secrets).
+fn backend(config: &TerminalConfig, hidden: &[PathBuf]) -> Result<Arc<dyn Backend>, BuildError> {
     Ok(match config.backend {
         BackendKind::Local => Arc::new(LocalBackend::new()),
         BackendKind::Bwrap => Arc::new(
             BwrapBackend::new(config.network)
-                .map_err(|e| BuildError(format!("terminal.backend bwrap: {e}")))?,
+                .map_err(|e| BuildError(format!("terminal.backend bwrap: {e}")))?
+                .with_hidden(hidden.iter().cloned()),
         ),
         BackendKind::Ssh => {
             let Some(target) = &config.ssh else {
@@ -61,16 +63,51 @@ pub fn exec_services(
     } else {
         approvals.mode
     };
+    let user_home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let protected = protected_paths(home, user_home.as_deref());
+    let context = PathContext {
+        cwd: std::env::current_dir().ok(),
+        home_dir: user_home,
+        talaria_home: Some(home.root().to_path_buf()),
+    };
+    let hidden = protected.hidden().to_vec();
     let policy = ApprovalPolicy::load(home.approvals_file())
         .map_err(|e| BuildError(e.to_string()))?
         .with_yolo(mode == ApprovalMode::Yolo)
-        .with_timeout(Duration::from_secs(approvals.timeout_secs.max(1)));
+        .with_timeout(Duration::from_secs(approvals.timeout_secs.max(1)))
+        .with_protected(protected, &context);
     let approver: Arc<dyn Approver> = match mode {
         ApprovalMode::Deny => Arc::new(DenyAll),
         ApprovalMode::Ask | ApprovalMode::Yolo => approver,
     };
-    let executor = GatedExecutor::new(backend(terminal)?, Arc::new(policy), approver);
+    let executor = GatedExecutor::new(backend(terminal, &hidden)?, Arc::new(policy), approver);
     Ok(ExecServices::new(Arc::new(executor)))
+}
+
+/// What commands may change only with the user's approval: the active
+/// profile's control files (and, for a named profile, the root's and the
+/// other profiles'), under the path as given and as resolved (a symlinked
+/// home is spelled both ways), plus the default home `~/.talaria` when
+/// `TALARIA_HOME` points elsewhere.
+fn protected_paths(home: &ProfileHome, user_home: Option<&std::path::Path>) -> ProtectedPaths {
+    let mut paths = home.protected_paths();
+    let mut others = Vec::new();
+    if let Ok(real) = home.root().canonicalize()
+        && real != home.root()
+    {
+        others.push(ProfileHome::at(real));
+    }
+    if let Some(default) = user_home.map(|h| h.join(".talaria"))
+        && default != home.root()
+    {
+        others.push(ProfileHome::at(default));
+    }
+    for other in others {
+        paths.extend(other.protected_paths());
+    }
+    paths
 }
 
 #[cfg(test)]
@@ -80,14 +117,14 @@ mod tests {
 
     #[test]
     fn backends_follow_the_config() {
-        let local = backend(&TerminalConfig::default()).unwrap();
+        let local = backend(&TerminalConfig::default(), &[]).unwrap();
         assert!(!local.sandboxed());
         let ssh = TerminalConfig {
             backend: BackendKind::Ssh,
             network: true,
             ssh: None,
         };
-        let err = backend(&ssh).err().unwrap();
+        let err = backend(&ssh, &[]).err().unwrap();
         assert!(err.0.contains("terminal.ssh"), "{err}");
         let ssh = TerminalConfig {
             ssh: Some(SshTargetConfig {
@@ -97,7 +134,7 @@ mod tests {
             }),
             ..ssh
         };
-        assert_eq!(backend(&ssh).unwrap().name(), "ssh");
+        assert_eq!(backend(&ssh, &[]).unwrap().name(), "ssh");
     }
 
     #[test]
@@ -119,5 +156,77 @@ mod tests {
             std::fs::read_to_string(home.approvals_file()).unwrap(),
             "not = [valid"
         );
+    }
+
+    fn services(home: &ProfileHome, approvals: &ApprovalsConfig, yolo: bool) -> ExecServices {
+        exec_services(
+            &TerminalConfig::default(),
+            approvals,
+            yolo,
+            home,
+            Arc::new(DenyAll),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_profile_controls_need_the_user_even_under_yolo() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(dir.path().join("home"));
+        std::fs::create_dir_all(home.root()).unwrap();
+        let exec = services(&home, &ApprovalsConfig::default(), true);
+        let policy = exec.executor.policy();
+        let config = home.config_file().display().to_string();
+        for command in [
+            format!("sed -i s/ask/yolo/ {config}"),
+            format!("echo x >> {}", home.approvals_file().display()),
+            "talaria config set approvals.mode yolo".to_owned(),
+        ] {
+            let denied = policy
+                .check("s", "terminal", &command, false, &DenyAll)
+                .await
+                .unwrap_err();
+            assert!(
+                denied.message.contains("nobody can answer"),
+                "{command}: {}",
+                denied.message
+            );
+        }
+        // Ordinary dangerous work still runs under yolo.
+        let allowed = policy
+            .check("s", "terminal", "rm -rf build", false, &DenyAll)
+            .await;
+        assert_eq!(allowed, Ok(talaria_approval::Approval::Yolo));
+        assert!(
+            policy
+                .protected()
+                .hidden()
+                .contains(&home.plugin_cache_key_file()),
+            "the secret sandboxes hide"
+        );
+        // The provider keys are a secret too: reading them needs the user.
+        assert!(policy.protected().hidden().contains(&home.env_file()));
+        let denied = policy
+            .check(
+                "s",
+                "terminal",
+                &format!("cat {}", home.env_file().display()),
+                false,
+                &DenyAll,
+            )
+            .await
+            .unwrap_err();
+        assert!(denied.message.contains("secret"), "{}", denied.message);
+    }
+
+    #[test]
+    fn the_default_home_is_protected_when_talaria_home_points_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(dir.path().join("elsewhere"));
+        let user_home = dir.path().join("user");
+        let paths = protected_paths(&home, Some(&user_home));
+        assert!(paths.write_protected(&home.config_file()).is_some());
+        let default_config = user_home.join(".talaria").join("config.yaml");
+        assert!(paths.write_protected(&default_config).is_some());
     }
 }

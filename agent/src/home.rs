@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use talaria_approval::ProtectedPaths;
+
 /// Environment variable naming the profile home.
 pub const HOME_ENV: &str = "TALARIA_HOME";
 
@@ -50,6 +52,13 @@ impl ProfileHome {
     /// Compiled plugin components (written and read only by the plugin host).
     pub fn plugin_cache_dir(&self) -> PathBuf {
         self.root.join("cache").join("plugins")
+    }
+
+    /// The per-profile secret that keys the MACs of compiled plugin files, so
+    /// a tampered cache file is recompiled rather than loaded. Protected
+    /// (reads too) and hidden from sandboxes.
+    pub fn plugin_cache_key_file(&self) -> PathBuf {
+        self.root.join("cache").join("plugins.key")
     }
 
     /// Per-plugin data (`$PLUGIN_DATA`, key-value stores).
@@ -106,9 +115,154 @@ impl ProfileHome {
     pub fn session_db(&self) -> PathBuf {
         self.root.join("state").join("sessions.sqlite")
     }
+
+    /// The control files of this profile and of the profiles next to it,
+    /// which tools may change only with the user's approval (also under
+    /// `--yolo` and in a sandbox): settings, keys, approvals, grants and the
+    /// trust list, the persona, plugins and their cache, the profile list.
+    /// The plugin cache key is protected from reading too. When this is a
+    /// named profile (`<root>/profiles/<name>`), the root's own control files
+    /// and the other profiles are included.
+    pub fn protected_paths(&self) -> ProtectedPaths {
+        let mut paths = self.own_protected_paths();
+        match self.named_profile_root() {
+            Some(root) => {
+                let root_home = ProfileHome::at(&root);
+                paths.extend(root_home.own_protected_paths());
+                paths.write.push(root.join("active-profile"));
+                // Every other profile whole; this one's own files are listed above
+                // (its memory, sessions and scratch space stay writable).
+                let profiles = root.join("profiles");
+                paths.write.extend(
+                    std::fs::read_dir(&profiles)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Result::ok)
+                        .map(|entry| entry.path())
+                        .filter(|path| path.is_dir() && path.as_path() != self.root.as_path()),
+                );
+            }
+            None => {
+                paths.write.push(self.root.join("active-profile"));
+                paths.write.push(self.root.join("profiles"));
+            }
+        }
+        paths
+    }
+
+    /// The files of this home alone that [`protected_paths`](Self::protected_paths) lists.
+    fn own_protected_paths(&self) -> ProtectedPaths {
+        let config = self.config_file();
+        let mut write = vec![
+            config.with_extension("yaml.bak"),
+            config,
+            self.approvals_file(),
+            self.root.join("plugin-grants.yaml"),
+            self.root.join("plugin-grants.v1.yaml"),
+            self.root.join("trusted-dirs"),
+            self.soul_file(),
+            self.plugins_dir(),
+            self.plugin_lockfile(),
+            self.plugin_indexes_file(),
+            self.plugin_cache_dir(),
+        ];
+        write.sort();
+        ProtectedPaths {
+            write,
+            // Secrets: the provider keys and the key of the compiled-plugin cache's MACs.
+            read: vec![self.env_file(), self.plugin_cache_key_file()],
+            homes: vec![self.root.clone()],
+        }
+    }
+
+    /// The Talaria root when this home is a named profile (`<root>/profiles/<name>`).
+    fn named_profile_root(&self) -> Option<PathBuf> {
+        let parent = self.root.parent()?;
+        (parent.file_name()? == "profiles").then(|| parent.parent().map(Path::to_path_buf))?
+    }
 }
 
 /// Neither `TALARIA_HOME` nor `HOME` is set.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot find the profile home: set TALARIA_HOME (or HOME)")]
 pub struct HomeError;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_profile_protects_its_controls_and_the_profile_list() {
+        let home = ProfileHome::at("/r");
+        let paths = home.protected_paths();
+        for file in [
+            "config.yaml",
+            "config.yaml.bak",
+            ".env",
+            "approvals.toml",
+            "plugin-grants.yaml",
+            "trusted-dirs",
+            "SOUL.md",
+            "plugins",
+            "plugins.lock",
+            "plugin-indexes.toml",
+            "cache/plugins",
+            "active-profile",
+            "profiles",
+        ] {
+            let path = Path::new("/r").join(file);
+            assert!(paths.write_protected(&path).is_some(), "{file}");
+        }
+        assert_eq!(
+            paths.hidden(),
+            [home.env_file(), home.plugin_cache_key_file()]
+        );
+        for secret in [home.env_file(), home.plugin_cache_key_file()] {
+            assert!(paths.read_protected(&secret).is_some(), "{secret:?}");
+        }
+        assert!(paths.read_protected(&home.config_file()).is_none());
+        for free in [
+            "MEMORY.md",
+            "sessions/x/out.txt",
+            "tmp/run/script.py",
+            "skills",
+        ] {
+            assert!(
+                paths.write_protected(&Path::new("/r").join(free)).is_none(),
+                "{free}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_named_profile_protects_the_root_and_the_other_profiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for name in ["work", "other"] {
+            std::fs::create_dir_all(root.join("profiles").join(name)).unwrap();
+        }
+        let work = ProfileHome::at(root.join("profiles").join("work"));
+        let paths = work.protected_paths();
+        for path in [
+            work.config_file(),
+            root.join("config.yaml"),
+            root.join(".env"),
+            root.join("active-profile"),
+            root.join("profiles/other/config.yaml"),
+            root.join("profiles/other/MEMORY.md"),
+        ] {
+            assert!(paths.write_protected(&path).is_some(), "{}", path.display());
+        }
+        assert!(
+            paths
+                .read_protected(&root.join("cache/plugins.key"))
+                .is_some()
+        );
+        assert!(
+            paths
+                .write_protected(&work.root().join("MEMORY.md"))
+                .is_none(),
+            "the active profile's own memory stays writable"
+        );
+    }
+}

@@ -15,6 +15,8 @@ pub enum Decision {
     Always,
     /// Refuse.
     Deny,
+    /// Nobody can answer (no terminal, `approvals.mode: deny`): refused, and said so.
+    Unavailable,
 }
 
 /// What the user is asked to approve.
@@ -37,13 +39,15 @@ pub trait Approver: Send + Sync {
     async fn ask(&self, request: &ApprovalRequest) -> Decision;
 }
 
-/// Denies everything: for surfaces where nobody can answer (cron jobs, public webhooks).
+/// Denies everything: for surfaces where nobody can answer (cron jobs, public webhooks,
+/// `approvals.mode: deny`). Its answer is [`Decision::Unavailable`], so refusals do not claim a
+/// user said no.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DenyAll;
 
 #[async_trait]
 impl Approver for DenyAll {
     async fn ask(&self, _request: &ApprovalRequest) -> Decision {
-        Decision::Deny
+        Decision::Unavailable
     }
 }

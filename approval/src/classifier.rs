@@ -35,6 +35,9 @@ pub enum Risk {
     Safe,
     /// Needs the user's approval (skipped in yolo mode and sandboxes).
     Dangerous(Finding),
+    /// Changes the agent's own controls: needs the user's approval even in yolo mode and in a
+    /// sandbox, and is refused where nobody can answer.
+    Protected(Finding),
     /// Never allowed.
     Hardline(Finding),
 }
@@ -44,6 +47,7 @@ pub enum Risk {
 pub struct Classifier {
     patterns: PatternSet,
     hardline: Vec<Rule>,
+    protected: Vec<Rule>,
     dangerous: Vec<Rule>,
 }
 
@@ -72,6 +76,8 @@ struct PatternFile {
     vars: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     hardline: Vec<RuleData>,
+    #[serde(default)]
+    protected: Vec<RuleData>,
     #[serde(default)]
     dangerous: Vec<RuleData>,
 }
@@ -103,7 +109,12 @@ impl Classifier {
     pub fn from_toml(text: &str) -> Result<Self, ApprovalError> {
         let file: PatternFile = toml::from_str(text)?;
         let mut seen = HashSet::new();
-        for rule in file.hardline.iter().chain(&file.dangerous) {
+        for rule in file
+            .hardline
+            .iter()
+            .chain(&file.protected)
+            .chain(&file.dangerous)
+        {
             if !seen.insert(rule.id.as_str()) {
                 return Err(ApprovalError::DuplicateId(rule.id.clone()));
             }
@@ -137,12 +148,14 @@ impl Classifier {
                 .collect::<Result<Vec<_>, ApprovalError>>()
         };
         let hardline = rules(file.hardline)?;
+        let protected = rules(file.protected)?;
         let dangerous = rules(file.dangerous)?;
         let patterns = PatternSet::new(sources, BUILTIN_LITERALS)
             .map_err(|(id, source)| ApprovalError::BadPattern { id, source })?;
         Ok(Self {
             patterns,
             hardline,
+            protected,
             dangerous,
         })
     }
@@ -154,8 +167,9 @@ impl Classifier {
             .map_err(|(id, source)| ApprovalError::BadPattern { id, source })
     }
 
-    /// Classifies `command`; hardline rules are checked first, then dangerous ones, each in file
-    /// order, and the first match wins.
+    /// Classifies `command`; hardline rules are checked first (and the fork-bomb shapes regexes
+    /// cannot express), then protected ones, then dangerous ones, each in file order, and the
+    /// first match wins.
     pub fn classify(&self, command: &str) -> Risk {
         let normalised = normalize(command);
         let views = command_views(&normalised);
@@ -169,6 +183,13 @@ impl Classifier {
         };
         if let Some(finding) = first_match(&self.hardline) {
             Risk::Hardline(finding)
+        } else if crate::shapes::recursive_background_function(&normalised) {
+            Risk::Hardline(Finding {
+                id: "fork-bomb-function".into(),
+                description: "fork bomb".into(),
+            })
+        } else if let Some(finding) = first_match(&self.protected) {
+            Risk::Protected(finding)
         } else if let Some(finding) = first_match(&self.dangerous) {
             Risk::Dangerous(finding)
         } else {

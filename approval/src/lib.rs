@@ -1,11 +1,15 @@
 //! Command approval for Talaria's terminal tool.
 //!
 //! A command is first [normalised](normalize) (case, whitespace, quoting, escapes, terminal control
-//! sequences and Unicode look-alikes) and then [classified](Classifier::classify) against two lists
+//! sequences and Unicode look-alikes) and then [classified](Classifier::classify) against three lists
 //! kept as data in `patterns.toml`:
 //!
 //! * **hardline** — never allowed, not even in yolo mode or a sandbox;
+//! * **protected** — changes the agent's own controls (the `talaria` command's settings, grants
+//!   and plugins); the user must approve it even in yolo mode or a sandbox;
 //! * **dangerous** — allowed only after the user approves it (once, for the session, or always).
+//!
+//! The policy also screens commands for the profile's [protected paths](ProtectedPaths).
 //!
 //! [`ApprovalPolicy`] turns a classification into a decision, asking an [`Approver`] (the surface's
 //! port to the user) when needed.
@@ -16,11 +20,17 @@ mod approver;
 mod classifier;
 mod error;
 mod normalize;
+mod paths;
 mod policy;
+mod protected;
+mod shapes;
 mod views;
 
 pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
 pub use classifier::{Classifier, Finding, Risk};
 pub use error::ApprovalError;
 pub use normalize::{homoglyph, normalize};
-pub use policy::{Approval, ApprovalPolicy, DEFAULT_TIMEOUT, Denied, DeniedKind};
+pub use policy::{
+    Approval, ApprovalPolicy, CommandCheck, DEFAULT_TIMEOUT, Denied, DeniedKind, PathAccess,
+};
+pub use protected::{PathContext, ProtectedPaths, resolve_existing};

@@ -12,12 +12,22 @@ const BEL: char = '\u{7}';
 /// removed; full-width forms, Cyrillic and Greek look-alikes of Latin letters and Unicode dashes are
 /// folded to ASCII; zero-width characters are dropped; quotes and backslash escapes are removed (a
 /// backslash-newline joins lines); unquoted newlines become `;`; the result is lower-cased with
-/// whitespace collapsed to single spaces and trimmed.
+/// whitespace collapsed to single spaces and trimmed. Finally brace expansions are expanded
+/// (`/{usr,etc}` → `/usr /etc`) and absolute and home paths are resolved lexically
+/// (`/usr/..` → `/`, `//etc/./` → `/etc/`), so path tricks do not hide a system directory.
 pub fn normalize(command: &str) -> String {
     let visible = strip_control_sequences(command);
     let folded: String = visible.chars().filter_map(fold_char).collect();
     let unquoted = remove_quoting(&folded);
-    collapse_whitespace(&unquoted.to_lowercase())
+    // `bash<<<'rm -rf /'`: the here-string operator is its own word, so the payload is visible.
+    let spaced = unquoted.to_lowercase().replace("<<<", " <<< ");
+    let collapsed = collapse_whitespace(&spaced);
+    let words: Vec<String> = collapsed
+        .split(' ')
+        .flat_map(crate::paths::expand_braces)
+        .map(|word| crate::paths::normalize_paths_in_word(&word))
+        .collect();
+    words.join(" ")
 }
 
 /// Removes terminal escape sequences and control characters, keeping tab, CR and LF.
@@ -268,6 +278,23 @@ mod tests {
         assert_eq!(normalize("ls\nrm -rf x"), "ls ; rm -rf x");
         assert_eq!(normalize(r"$'\x72\155' -rf x"), "rm -rf x");
         assert_eq!(normalize(r"$'r\u043c\'' -rf x"), "rm -rf x");
+    }
+
+    #[test]
+    fn resolves_paths_and_braces() {
+        assert_eq!(normalize("rm -rf /usr/.."), "rm -rf /");
+        assert_eq!(normalize("rm -rf /tmp/../etc/"), "rm -rf /etc/");
+        assert_eq!(normalize("rm -rf ///usr//./lib"), "rm -rf /usr/lib");
+        assert_eq!(normalize("dd of=/dev/../dev/sda"), "dd of=/dev/sda");
+        assert_eq!(normalize("rm -rf ~/.."), "rm -rf /home");
+        assert_eq!(normalize("rm -rf /{usr,etc}"), "rm -rf /usr /etc");
+        assert_eq!(normalize("bash<<<'ls'"), "bash <<< ls");
+        assert_eq!(normalize("ls ${HOME}/x/../y"), "ls ${home}/y");
+        assert_eq!(normalize("find . -exec rm {} +"), "find . -exec rm {} +");
+        assert_eq!(
+            normalize("curl https://a.b/c/../d"),
+            "curl https://a.b/c/../d"
+        );
     }
 
     #[test]

@@ -118,6 +118,144 @@ const WRAPPERS: &[Wrapper] = &[
         positionals: 0,
     },
     Wrapper {
+        names: &["strace", "ltrace"],
+        arg_opts: &["-e", "-o", "-p", "-s", "-u", "-a", "-b"],
+        positionals: 0,
+    },
+    Wrapper {
+        // `taskset MASK cmd`, `taskset -c LIST cmd`: the mask or list comes first either way.
+        names: &["taskset"],
+        arg_opts: &[],
+        positionals: 1,
+    },
+    Wrapper {
+        names: &["unshare"],
+        arg_opts: &[
+            "-s",
+            "-g",
+            "-w",
+            "--setuid",
+            "--setgid",
+            "--root",
+            "--wd",
+            "--propagation",
+            "--setgroups",
+            "--map-user",
+            "--map-group",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["setpriv"],
+        arg_opts: &[
+            "--reuid",
+            "--regid",
+            "--ruid",
+            "--euid",
+            "--rgid",
+            "--egid",
+            "--groups",
+            "--inh-caps",
+            "--ambient-caps",
+            "--bounding-set",
+            "--securebits",
+            "--pdeathsig",
+            "--selinux-label",
+            "--apparmor-profile",
+            "--landlock-access",
+            "--landlock-rule",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["systemd-run"],
+        arg_opts: &[
+            "-p",
+            "-u",
+            "-e",
+            "-h",
+            "-m",
+            "--property",
+            "--unit",
+            "--description",
+            "--slice",
+            "--setenv",
+            "--uid",
+            "--gid",
+            "--machine",
+            "--host",
+            "--working-directory",
+            "--nice",
+            "--on-active",
+            "--on-boot",
+            "--on-startup",
+            "--on-unit-active",
+            "--on-unit-inactive",
+            "--on-calendar",
+            "--path-property",
+            "--socket-property",
+            "--timer-property",
+            "--service-type",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        // `runuser -u USER -- cmd` (the `-l USER -c cmd` form is a shell payload, see SHELLS).
+        names: &["runuser"],
+        arg_opts: &["-u", "-g", "-l", "--user", "--group", "--supp-group", "-w"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["fakeroot"],
+        arg_opts: &["-l", "-s", "-i", "-b", "--lib", "--faked"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["prlimit"],
+        arg_opts: &[
+            "-p", "--pid", "-o", "--output", "-c", "-d", "-e", "-f", "-i", "-l", "-m", "-n", "-q",
+            "-r", "-s", "-t", "-u", "-v", "-x", "-y",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["rlwrap"],
+        arg_opts: &[
+            "-a", "-b", "-c", "-d", "-f", "-g", "-h", "-l", "-m", "-o", "-p", "-q", "-s", "-t",
+            "-w", "-z",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        // `chrt -f 50 cmd`: the priority comes first.
+        names: &["chrt"],
+        arg_opts: &["-t", "-p", "-d"],
+        positionals: 1,
+    },
+    Wrapper {
+        names: &["nsenter"],
+        arg_opts: &[
+            "-t", "-s", "-g", "-r", "-w", "--target", "--setuid", "--setgid",
+        ],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &[
+            "numactl",
+            "firejail",
+            "catchsegv",
+            "valgrind",
+            "systemd-inhibit",
+        ],
+        arg_opts: &["-c", "-m", "-n", "-p", "-i"],
+        positionals: 0,
+    },
+    Wrapper {
+        names: &["cpulimit", "trickle"],
+        arg_opts: &["-l", "-p", "-d", "-u", "-s"],
+        positionals: 0,
+    },
+    Wrapper {
         names: &[
             "nohup",
             "builtin",
@@ -145,7 +283,13 @@ const WRAPPERS: &[Wrapper] = &[
 
 /// Shells (and `su`) whose `-c` argument is a command line.
 const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish", "su",
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish", "su", "runuser",
+    "script", "flock", "sg",
+];
+
+/// Shells that run a here-string (`bash <<< "cmd"`) or piped text (`echo cmd | sh`) as a script.
+const SCRIPT_SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish",
 ];
 
 /// How deep wrappers may nest before we stop looking (guards against pathological input).
@@ -159,7 +303,36 @@ pub(crate) fn command_views(line: &str) -> Vec<&str> {
     for segment in split(line, false).into_iter().chain(split(line, true)) {
         expand(segment, &mut views, 0);
     }
+    for script in piped_scripts(line) {
+        expand(script, &mut views, 0);
+    }
     views
+}
+
+/// The text of `echo TEXT | sh` and `printf TEXT | bash`: the shell runs it as a command line.
+fn piped_scripts(line: &str) -> Vec<&str> {
+    let mut scripts = Vec::new();
+    let mut rest = line;
+    while let Some(bar) = rest.find('|') {
+        let (before, after) = (&rest[..bar], &rest[bar + 1..]);
+        rest = after;
+        let shell = after.split(' ').find(|w| !w.is_empty() && *w != "sudo");
+        if !shell.is_some_and(|w| SCRIPT_SHELLS.contains(&w)) {
+            continue;
+        }
+        // The simple command before the pipe.
+        let start = before.rfind([';', '&', '|', '(', '`']).map_or(0, |i| i + 1);
+        let words = words(before[start..].trim());
+        let Some(&(_, name)) = words.first() else {
+            continue;
+        };
+        if matches!(name, "echo" | "printf")
+            && let Some(&(offset, _)) = words.get(skip_options(&words, 1, &[]))
+        {
+            scripts.push(before[start..].trim()[offset..].trim());
+        }
+    }
+    scripts
 }
 
 /// Splits at command separators; with `parens`, also at `(`, `)` and backticks.
@@ -227,12 +400,22 @@ fn unwrap(view: &str) -> Vec<&str> {
         }
     }
     if let Some(wrapper) = WRAPPERS.iter().find(|w| w.names.contains(&first)) {
-        let i = skip_options(&words, 1, wrapper.arg_opts) + wrapper.positionals;
-        next.extend(from(i));
+        // Case folding merges flags (`-i` and `-I`), so an option may or may not take a value:
+        // both readings are command positions.
+        let with_values = skip_options(&words, 1, wrapper.arg_opts) + wrapper.positionals;
+        let flags_only = skip_options(&words, 1, &[]) + wrapper.positionals;
+        next.extend(from(with_values));
+        if flags_only != with_values {
+            next.extend(from(flags_only));
+        }
     }
     if SHELLS.contains(&first) {
         let payload = words.iter().position(|&(_, w)| is_dash_c(w));
         next.extend(payload.and_then(|i| from(i + 1)));
+    }
+    if SCRIPT_SHELLS.contains(&first) {
+        let here_string = words.iter().position(|&(_, w)| w == "<<<");
+        next.extend(here_string.and_then(|i| from(i + 1)));
     }
     if first == "ssh" {
         // Option arity is ambiguous after case folding; any later word may start the remote command.
@@ -317,6 +500,18 @@ mod tests {
         assert!(views.contains(&"rm -rf {} +"), "{views:?}");
         let views = command_views("/bin/rm -rf x");
         assert!(views.contains(&"rm -rf x"), "{views:?}");
+    }
+
+    #[test]
+    fn finds_here_strings_piped_scripts_and_wrapped_programs() {
+        let views = command_views("bash <<< rm -rf x");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+        let views = command_views("ls; echo -e rm -rf x | sudo bash");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+        let views = command_views("strace -f -o /tmp/t taskset -c 0-3 rm -rf x");
+        assert!(views.contains(&"rm -rf x"), "{views:?}");
+        let views = command_views("script -q -c rm -rf x /dev/null");
+        assert!(views.contains(&"rm -rf x /dev/null"), "{views:?}");
     }
 
     #[test]

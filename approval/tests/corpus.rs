@@ -11,6 +11,7 @@ const MIN_ENTRIES: usize = 100;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expected {
     Hardline,
+    Protected,
     Dangerous,
     Safe,
 }
@@ -73,11 +74,15 @@ fn decode(line: &str) -> String {
 }
 
 fn check(name: &str, expected: Expected) {
+    check_at_least(name, expected, MIN_ENTRIES);
+}
+
+fn check_at_least(name: &str, expected: Expected, min_entries: usize) {
     let classifier = Classifier::builtin().expect("built-in patterns load");
     let entries = load(name);
     assert!(
-        entries.len() >= MIN_ENTRIES,
-        "{name} has {} commands, needs at least {MIN_ENTRIES}",
+        entries.len() >= min_entries,
+        "{name} has {} commands, needs at least {min_entries}",
         entries.len()
     );
     let failures: Vec<String> = entries
@@ -87,6 +92,7 @@ fn check(name: &str, expected: Expected) {
             let got = match risk {
                 Risk::Hardline(_) => Expected::Hardline,
                 Risk::Dangerous(_) => Expected::Dangerous,
+                Risk::Protected(_) => Expected::Protected,
                 Risk::Safe => Expected::Safe,
             };
             (got != expected).then(|| {
@@ -111,6 +117,11 @@ fn check(name: &str, expected: Expected) {
 #[test]
 fn hardline_corpus() {
     check("hardline.txt", Expected::Hardline);
+}
+
+#[test]
+fn protected_corpus() {
+    check_at_least("protected.txt", Expected::Protected, 20);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use talaria_approval::{
     Approval, ApprovalError, ApprovalPolicy, ApprovalRequest, Approver, Decision, DeniedKind,
-    DenyAll,
+    DenyAll, PathAccess, PathContext, ProtectedPaths, Risk,
 };
 
 const DANGEROUS: &str = "rm -rf build";
@@ -171,11 +171,18 @@ async fn deny_refuses_with_a_message_for_the_model() {
     assert_eq!(denied.message, "denied by the user: recursive delete");
     assert_eq!(denied.to_string(), denied.message);
 
+    // Nobody was asked: the refusal must not claim a user said no.
     let denied = policy
         .check("s1", "terminal", DANGEROUS, false, &DenyAll)
         .await
         .unwrap_err();
-    assert_eq!(denied.kind, DeniedKind::User);
+    assert_eq!(denied.kind, DeniedKind::NoApprover);
+    assert_eq!(
+        denied.message,
+        "refused: needs approval and nobody can answer (approvals.mode: deny / no terminal): \
+         recursive delete"
+    );
+    assert!(!denied.message.contains("denied by the user"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -348,4 +355,176 @@ async fn a_file_corrupted_after_loading_is_reported_not_overwritten() {
         .await;
     assert_eq!(again, Ok(Approval::Always { save_error: None }));
     assert_eq!(user.asks(), 1);
+}
+
+/// A policy protecting a profile home at `<dir>/home` (user home `<dir>`), yolo on.
+fn protecting(dir: &tempfile::TempDir) -> ApprovalPolicy {
+    let home = dir.path().join("home");
+    let paths = ProtectedPaths {
+        write: vec![home.join("config.yaml"), home.join("approvals.toml")],
+        read: vec![home.join("cache").join("plugins.key")],
+        homes: vec![home.clone()],
+    };
+    let context = PathContext {
+        cwd: Some(dir.path().join("work")),
+        home_dir: Some(dir.path().to_path_buf()),
+        talaria_home: Some(home.clone()),
+    };
+    policy(&home.join("approvals.toml"))
+        .with_yolo(true)
+        .with_protected(paths, &context)
+}
+
+const PROTECTED: &str = "sed -i 's/ask/yolo/' $TALARIA_HOME/config.yaml";
+
+#[tokio::test]
+async fn protected_commands_are_asked_about_even_in_yolo_mode_and_sandboxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = protecting(&dir);
+    let user = Fake::new(Decision::Once);
+    for sandboxed in [false, true] {
+        let approval = policy
+            .check("s1", "terminal", PROTECTED, sandboxed, &user)
+            .await;
+        assert_eq!(approval, Ok(Approval::Once));
+    }
+    let approval = policy
+        .check(
+            "s1",
+            "terminal",
+            "talaria config set approvals.mode yolo",
+            true,
+            &user,
+        )
+        .await;
+    assert_eq!(approval, Ok(Approval::Once));
+    assert_eq!(user.asks(), 3);
+    {
+        let asked = user.asked.lock().unwrap();
+        assert_eq!(asked[0].finding.id, "protected-write");
+        assert!(
+            asked[0].finding.description.contains("config.yaml"),
+            "{:?}",
+            asked[0].finding
+        );
+        assert_eq!(asked[2].finding.id, "talaria-control");
+    }
+
+    // Dangerous but unprotected commands still skip the question in yolo mode.
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &user)
+        .await;
+    assert_eq!(approval, Ok(Approval::Yolo));
+    assert_eq!(user.asks(), 3);
+}
+
+#[tokio::test]
+async fn protected_commands_are_refused_where_nobody_can_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = protecting(&dir);
+    for command in [
+        PROTECTED,
+        "echo 'x = 1' >> ~/home/approvals.toml",
+        "cat ~/home/cache/plugins.key",
+        "talaria plugins grant terminal exec",
+    ] {
+        let denied = policy
+            .check("s1", "terminal", command, true, &DenyAll)
+            .await
+            .unwrap_err();
+        assert_eq!(denied.kind, DeniedKind::NoApprover, "{command}");
+        assert!(
+            denied
+                .message
+                .starts_with("refused: needs approval and nobody can answer"),
+            "{}",
+            denied.message
+        );
+    }
+    // Reading a control file, or the same file name elsewhere, is not protected.
+    for command in ["cat $TALARIA_HOME/config.yaml", "sed -i s/a/b/ config.yaml"] {
+        let approval = policy
+            .check("s1", "terminal", command, false, &DenyAll)
+            .await;
+        assert_eq!(approval, Ok(Approval::Safe), "{command}");
+    }
+}
+
+#[tokio::test]
+async fn always_for_a_protected_command_holds_for_the_session_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let always = dir.path().join("home").join("approvals.toml");
+    let policy = protecting(&dir);
+    let user = Fake::new(Decision::Always);
+    let approval = policy
+        .check("s1", "terminal", PROTECTED, false, &user)
+        .await;
+    assert_eq!(approval, Ok(Approval::Session));
+    assert!(!always.exists(), "nothing stored for later sessions");
+    let approval = policy
+        .check("s1", "terminal", PROTECTED, false, &DenyAll)
+        .await;
+    assert_eq!(approval, Ok(Approval::Session));
+    let denied = policy
+        .check("s2", "terminal", PROTECTED, false, &DenyAll)
+        .await;
+    assert_eq!(denied.unwrap_err().kind, DeniedKind::NoApprover);
+    // A hardline command stays hardline when it also names a protected path.
+    assert!(matches!(
+        policy.risk("rm -rf / ~/home/config.yaml", None),
+        Risk::Hardline(_)
+    ));
+}
+
+/// File tools and plugins name paths: the same protection, decided per path
+/// (a symlinked home is found at its real location too).
+#[tokio::test]
+async fn protected_paths_named_by_tools_follow_the_protected_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir_all(real.join("home").join("cache")).unwrap();
+    std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+    let home = dir.path().join("link").join("home");
+    let paths = ProtectedPaths {
+        write: vec![home.join("config.yaml")],
+        read: vec![home.join("cache").join("plugins.key")],
+        homes: vec![home.clone()],
+    };
+    let policy = policy(&dir.path().join("approvals.toml"))
+        .with_yolo(true)
+        .with_protected(paths, &PathContext::default());
+    let real_home = real.canonicalize().unwrap().join("home");
+    let config = real_home.join("config.yaml");
+    let key = real_home.join("cache").join("plugins.key");
+    // Refused where nobody can answer, even in yolo mode; the message says which.
+    let denied = policy
+        .check_path("s1", "write_file", &config, PathAccess::Write, &DenyAll)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::NoApprover);
+    assert!(denied.message.contains("config.yaml"), "{}", denied.message);
+    let denied = policy
+        .check_path("s1", "read_file", &key, PathAccess::Read, &DenyAll)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.finding.id, "protected-read");
+    // Reading a control file is free; so is any other file.
+    for (path, access) in [
+        (config.clone(), PathAccess::Read),
+        (real_home.join("MEMORY.md"), PathAccess::Write),
+    ] {
+        let approval = policy.check_path("s1", "fs", &path, access, &DenyAll).await;
+        assert_eq!(approval, Ok(Approval::Safe), "{path:?}");
+    }
+    // "Always" holds for the session only.
+    let user = Fake::new(Decision::Always);
+    let approval = policy
+        .check_path("s1", "write_file", &config, PathAccess::Write, &user)
+        .await;
+    assert_eq!(approval, Ok(Approval::Session));
+    assert!(!dir.path().join("approvals.toml").exists());
+    let denied = policy
+        .check_path("s2", "write_file", &config, PathAccess::Write, &DenyAll)
+        .await;
+    assert_eq!(denied.unwrap_err().kind, DeniedKind::NoApprover);
 }

@@ -1,6 +1,6 @@
 //! Asks the user on the terminal whether a dangerous command may run. The
 //! question goes to the controlling terminal (`/dev/tty`), so it works while
-//! stdin and stdout are pipes; with no terminal at all the answer is deny.
+//! stdin and stdout are pipes; with no terminal at all nobody can answer (a refusal).
 
 use std::io::{BufRead, BufReader, Write};
 use std::sync::Arc;
@@ -45,7 +45,8 @@ fn ask_on_tty(request: &ApprovalRequest) -> Decision {
         .write(true)
         .open("/dev/tty")
     else {
-        return Decision::Deny;
+        // No terminal: nobody was asked, and the refusal must say so.
+        return Decision::Unavailable;
     };
     let Ok(mut out) = tty.try_clone() else {
         return Decision::Deny;
