@@ -2,15 +2,18 @@
 //! needed, and only then started on the backend.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use talaria_approval::{Approval, ApprovalPolicy, Approver};
+use talaria_approval::{
+    Approval, ApprovalPolicy, ApprovalRequest, Approver, CommandCheck, Decision, Finding,
+};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, CwdKind};
 use crate::runner::run;
+use crate::workspace::place;
 use crate::{ExecError, ExecOutput, ExecRequest, shell_quote};
 
 /// Who asks to run a command.
@@ -23,6 +26,11 @@ pub struct ExecOrigin {
     /// The session the call belongs to (scopes "session" approvals and
     /// background processes).
     pub session_id: String,
+    /// The session's working directory. A command whose working directory
+    /// is outside it is not treated as sandboxed and always needs approval
+    /// (a sandbox binds the command's directory writable). `None`: the
+    /// caller picked the directory itself and nothing is checked.
+    pub workspace: Option<PathBuf>,
 }
 
 impl ExecOrigin {
@@ -36,8 +44,25 @@ impl ExecOrigin {
             plugin: plugin.into(),
             tool: tool.into(),
             session_id: session_id.into(),
+            workspace: None,
         }
     }
+
+    /// Confines commands of this origin to `workspace` (see [`Self::workspace`]).
+    pub fn with_workspace(mut self, workspace: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(workspace.into());
+        self
+    }
+}
+
+/// What the gate decided for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// Why it may run.
+    pub(crate) approval: Approval,
+    /// Whether it runs sandboxed and inside the session's working directory,
+    /// so text later written to its stdin may skip asking like a command.
+    pub(crate) sandboxed: bool,
 }
 
 /// What tools use to run commands.
@@ -112,6 +137,97 @@ fn shell_script(request: &ExecRequest) -> Option<String> {
     }
 }
 
+/// Shows the user where a command outside the workspace would run, whatever
+/// finding they are asked about.
+struct ShowWhere<'a> {
+    inner: &'a dyn Approver,
+    where_: &'a str,
+}
+
+#[async_trait]
+impl Approver for ShowWhere<'_> {
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        let mut request = request.clone();
+        if !request.finding.description.contains(self.where_) {
+            request.finding.description =
+                format!("{} ({})", request.finding.description, self.where_);
+        }
+        self.inner.ask(&request).await
+    }
+}
+
+/// Programs that run what they read on stdin as code (by their file name;
+/// version suffixes like `python3.12` are ignored).
+const INTERPRETERS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "csh",
+    "tcsh",
+    "fish",
+    "busybox",
+    "python",
+    "pypy",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "irb",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "expect",
+    "psql",
+    "sqlite",
+    "mysql",
+    "mariadb",
+    "r",
+    "rscript",
+    "julia",
+    "ghci",
+    "guile",
+    "racket",
+    "sbcl",
+    "pwsh",
+    "nu",
+    "xonsh",
+    "osascript",
+    "env",
+    "xargs",
+    "sudo",
+    "doas",
+    "su",
+    "ssh",
+];
+
+/// Whether `request`'s stdin may be run as code: some word of its command
+/// line names a shell or interpreter (`env bash`, `nice python3`…).
+fn runs_its_stdin(request: &ExecRequest) -> bool {
+    std::iter::once(&request.program)
+        .chain(&request.args)
+        .any(|word| is_interpreter(word))
+}
+
+/// Whether `word` (a program name or path) names a shell or interpreter.
+fn is_interpreter(word: &str) -> bool {
+    let Some(name) = Path::new(word).file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let name = name
+        .to_ascii_lowercase()
+        .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .to_owned();
+    INTERPRETERS.contains(&name.as_str())
+}
+
 /// The [`Executor`] tools get: checks each command with the approval policy
 /// (asking the surface's approver when needed), then runs it on the backend.
 pub struct GatedExecutor {
@@ -148,19 +264,153 @@ impl GatedExecutor {
     /// never; dangerous ones in a sandbox, in yolo mode, or when approved),
     /// asking the approver when needed. A refusal is [`ExecError::Denied`]
     /// with the policy's message, which names the finding.
+    ///
+    /// When `origin` has a workspace, `request.cwd` is first resolved (and
+    /// replaced by the resolved directory, which the command must then run
+    /// in); a directory outside the workspace makes the command need
+    /// approval whatever it is, with the directory named, even on a sandbox.
+    /// Stdin given to a shell or interpreter is screened with the command.
     pub async fn approve(
         &self,
-        request: &ExecRequest,
+        request: &mut ExecRequest,
         origin: &ExecOrigin,
     ) -> Result<Approval, ExecError> {
+        Ok(self.admit(request, origin).await?.approval)
+    }
+
+    /// [`approve`](Self::approve), also saying whether the request counts as sandboxed.
+    pub(crate) async fn admit(
+        &self,
+        request: &mut ExecRequest,
+        origin: &ExecOrigin,
+    ) -> Result<Admission, ExecError> {
+        let mut text = command_text(request);
+        if let Some(stdin) = request.stdin.as_deref().filter(|_| runs_its_stdin(request)) {
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(stdin));
+        }
+        let outside = match &origin.workspace {
+            Some(workspace) => {
+                let placed = place(&request.cwd, workspace, self.backend.cwd_kind())?;
+                request.cwd = placed.cwd;
+                placed.outside
+            }
+            None => None,
+        };
+        let cwd = self.screen_cwd(&request.cwd);
+        let Some(workspace) = outside else {
+            let sandboxed = self.backend.sandboxed();
+            let approval = self
+                .screen(&text, origin, cwd.as_deref(), sandboxed)
+                .await?;
+            return Ok(Admission {
+                approval,
+                sandboxed,
+            });
+        };
+        let dir = request.cwd.display().to_string();
+        let where_ = format!(
+            "runs in {dir}, outside the session's working directory {}",
+            workspace.display()
+        );
+        // Text no rule matches is judged as running there; its id names the
+        // directory, so approving one directory approves no other.
+        let unmatched = Finding {
+            id: format!("outside-workdir:{dir}"),
+            description: where_.clone(),
+        };
+        let approver = ShowWhere {
+            inner: self.approver.as_ref(),
+            where_: &where_,
+        };
+        let check = CommandCheck {
+            session_id: &origin.session_id,
+            tool: &origin.tool,
+            command: &text,
+            cwd: cwd.as_deref(),
+            sandboxed: false,
+            unmatched: Some(unmatched),
+        };
+        let approval = self
+            .policy
+            .check_command(check, &approver)
+            .await
+            .map_err(|denied| {
+                if denied.message.contains(&where_) {
+                    ExecError::Denied(denied.message)
+                } else {
+                    ExecError::Denied(format!("{} ({where_})", denied.message))
+                }
+            })?;
+        Ok(Admission {
+            approval,
+            sandboxed: false,
+        })
+    }
+
+    /// The approver the gate asks (file tools and plugins ask through it too).
+    pub fn approver(&self) -> &Arc<dyn Approver> {
+        &self.approver
+    }
+
+    /// The directory relative paths in a command for `cwd` are read against
+    /// when screening for protected paths: a host directory, resolved when it
+    /// can be. `None` (the policy's own working directory) for other backends,
+    /// whose paths are not this machine's.
+    pub(crate) fn screen_cwd(&self, cwd: &Path) -> Option<PathBuf> {
+        (self.backend.cwd_kind() == CwdKind::Host && cwd.is_absolute())
+            .then(|| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()))
+    }
+
+    /// Screens `text` (a command, or input for a running program) like a
+    /// command for `origin`, run in `cwd` (relative paths in it are read
+    /// against it); `sandboxed` lets dangerous text run without asking.
+    pub(crate) async fn screen(
+        &self,
+        text: &str,
+        origin: &ExecOrigin,
+        cwd: Option<&Path>,
+        sandboxed: bool,
+    ) -> Result<Approval, ExecError> {
+        let check = CommandCheck {
+            session_id: &origin.session_id,
+            tool: &origin.tool,
+            command: text,
+            cwd,
+            sandboxed,
+            unmatched: None,
+        };
         self.policy
-            .check(
-                &origin.session_id,
-                &origin.tool,
-                &command_text(request),
-                self.backend.sandboxed(),
-                self.approver.as_ref(),
-            )
+            .check_command(check, self.approver.as_ref())
+            .await
+            .map_err(|denied| ExecError::Denied(denied.message))
+    }
+
+    /// Decides whether code that runs with the user's rights whatever it says (a script) may
+    /// run for `origin`: `text` is screened like a command and, when no rule matches it, still
+    /// needs the user's approval of `finding` outside a sandbox or yolo mode (the interpreter's
+    /// command line alone would classify as safe). Relative paths in it are
+    /// read against `origin`'s workspace (where scripts run), when it has one.
+    pub async fn approve_code(
+        &self,
+        text: &str,
+        origin: &ExecOrigin,
+        finding: Finding,
+    ) -> Result<Approval, ExecError> {
+        let cwd = origin
+            .workspace
+            .as_deref()
+            .and_then(|dir| self.screen_cwd(dir));
+        let check = CommandCheck {
+            session_id: &origin.session_id,
+            tool: &origin.tool,
+            command: text,
+            cwd: cwd.as_deref(),
+            sandboxed: self.backend.sandboxed(),
+            unmatched: Some(finding),
+        };
+        self.policy
+            .check_command(check, self.approver.as_ref())
             .await
             .map_err(|denied| ExecError::Denied(denied.message))
     }
@@ -179,7 +429,7 @@ impl fmt::Debug for GatedExecutor {
 impl Executor for GatedExecutor {
     async fn execute(
         &self,
-        request: ExecRequest,
+        mut request: ExecRequest,
         origin: &ExecOrigin,
         cancel: &CancellationToken,
     ) -> Result<ExecOutput, ExecError> {
@@ -187,7 +437,7 @@ impl Executor for GatedExecutor {
         tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(ExecError::Cancelled),
-            approval = self.approve(&request, origin) => approval?,
+            approval = self.admit(&mut request, origin) => approval?,
         };
         run(self.backend.as_ref(), &request, cancel).await
     }

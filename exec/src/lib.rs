@@ -12,6 +12,11 @@
 //!   runs it on the backend.
 //! - [`ProcessTable`]: background processes of a session (start, read output,
 //!   wait, write stdin, kill, list); all are killed when the table is dropped.
+//! - [`enable_supervisor`]: local commands then start under
+//!   `talaria __supervise` ([`supervise_main`]), which kills their process
+//!   group when the agent dies, even by SIGKILL. Every command is forked from
+//!   one long-lived thread, since parent-death signals follow the forking
+//!   thread.
 #![warn(missing_docs)]
 
 mod backend;
@@ -21,15 +26,18 @@ mod processes;
 mod runner;
 mod shell;
 mod supervise;
+mod supervisor;
+mod workspace;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use backend::{Backend, BwrapBackend, LocalBackend, SshBackend, SshConfig};
+pub use backend::{Backend, BwrapBackend, CwdKind, LocalBackend, SshBackend, SshConfig};
 pub use gate::{ExecOrigin, Executor, GatedExecutor, command_text};
 pub use processes::{ProcessChunk, ProcessInfo, ProcessTable};
 pub use runner::run;
 pub use shell::shell_quote;
+pub use supervisor::{SUPERVISE_ARG, enable_supervisor, protect_agent_process, supervise_main};
 
 /// Environment variables passed from the host's environment to local and
 /// bwrap commands; everything else (API keys, tokens…) is scrubbed unless a

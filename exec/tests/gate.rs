@@ -247,3 +247,224 @@ async fn cancel_while_waiting_for_the_user() {
     assert_eq!(result, Err(ExecError::Cancelled));
     assert!(work.path().join("build").exists());
 }
+
+/// A session working directory `proj` and, beside it, `outside/build` (both
+/// in one temporary directory) with a symlink `proj/link` to `outside`.
+struct Escape {
+    root: tempfile::TempDir,
+}
+
+impl Escape {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("proj/build")).unwrap();
+        std::fs::create_dir_all(root.path().join("proj/sub")).unwrap();
+        std::fs::create_dir_all(root.path().join("outside/build")).unwrap();
+        std::os::unix::fs::symlink(root.path().join("outside"), root.path().join("proj/link"))
+            .unwrap();
+        Self { root }
+    }
+    fn proj(&self) -> std::path::PathBuf {
+        self.root.path().join("proj")
+    }
+    fn outside(&self) -> std::path::PathBuf {
+        self.root.path().join("outside").canonicalize().unwrap()
+    }
+    fn origin(&self) -> ExecOrigin {
+        origin().with_workspace(self.proj())
+    }
+}
+
+#[tokio::test]
+async fn a_sandbox_does_not_cover_a_directory_outside_the_workspace() {
+    let (profile, escape) = (tempfile::tempdir().unwrap(), Escape::new());
+    let gate = GatedExecutor::new(
+        Arc::new(PretendSandbox),
+        Arc::new(policy(&profile)),
+        Arc::new(DenyAll),
+    );
+    let proj = escape.proj();
+    // Every spelling of the outside directory: direct, `..`, a symlink.
+    for cwd in [
+        escape.outside(),
+        proj.join("../outside"),
+        proj.join("link"),
+        proj.join("sub/../link"),
+    ] {
+        for script in ["rm -rf build", "echo harmless > note"] {
+            let err = gate
+                .execute(
+                    sh(script, &cwd),
+                    &escape.origin(),
+                    &CancellationToken::new(),
+                )
+                .await
+                .unwrap_err();
+            match err {
+                ExecError::Denied(message) => assert!(
+                    message.contains(&escape.outside().display().to_string()),
+                    "{script} in {}: {message}",
+                    cwd.display()
+                ),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    assert!(escape.outside().join("build").is_dir());
+    assert!(!escape.outside().join("note").exists());
+    // Inside the workspace the sandbox still lets it run without asking.
+    let out = gate
+        .execute(
+            sh("rm -rf build", &proj),
+            &escape.origin(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.status, Some(0));
+    assert!(!proj.join("build").exists());
+}
+
+#[tokio::test]
+async fn a_directory_outside_the_workspace_is_shown_and_approved_per_directory() {
+    let (profile, escape) = (tempfile::tempdir().unwrap(), Escape::new());
+    let approver = Fake::new(Decision::Session);
+    let gate = GatedExecutor::new(
+        Arc::new(PretendSandbox),
+        Arc::new(policy(&profile)),
+        approver.clone(),
+    );
+    let outside = escape.outside();
+    let run = |cwd: std::path::PathBuf, script: &'static str| {
+        let gate = &gate;
+        let origin = escape.origin();
+        async move {
+            gate.execute(sh(script, &cwd), &origin, &CancellationToken::new())
+                .await
+                .unwrap()
+        }
+    };
+    // Through the symlink: the command runs in (and the user sees) the real directory.
+    let out = run(escape.proj().join("link"), "pwd").await;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        outside.display().to_string()
+    );
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0]
+            .finding
+            .description
+            .contains(&outside.display().to_string()),
+        "{:?}",
+        asked[0].finding
+    );
+    // Approved for the session: that directory again is not asked about…
+    run(outside.clone(), "ls").await;
+    assert_eq!(approver.asked().len(), 1);
+    // …but a dangerous command there is, and so is another directory.
+    run(outside.clone(), "rm -rf build").await;
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[1].finding.description.contains("recursive delete"),
+        "{:?}",
+        asked[1].finding
+    );
+    assert!(!outside.join("build").exists());
+    run(escape.root.path().to_owned(), "ls").await;
+    assert_eq!(approver.asked().len(), 3);
+}
+
+#[tokio::test]
+async fn stdin_for_a_shell_is_screened_with_the_command() {
+    let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
+    let gate = GatedExecutor::new(
+        Arc::new(LocalBackend),
+        Arc::new(policy(&profile)),
+        Arc::new(DenyAll),
+    );
+    let mut request = ExecRequest::new("bash", vec![], work.path());
+    request.stdin = Some(b"rm -rf build\n".to_vec());
+    let err = gate
+        .execute(request, &origin(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    assert!(work.path().join("build").is_dir());
+    // Data for a program that does not run it is not screened.
+    let mut request = ExecRequest::new("cat", vec![], work.path());
+    request.stdin = Some(b"rm -rf build\n".to_vec());
+    let out = gate
+        .execute(request, &origin(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, b"rm -rf build\n");
+}
+
+/// Relative names in a command are read against the command's own directory
+/// (`workdir`), not the directory the agent started in: `sed -i … config.yaml`
+/// run in the profile home changes the home's control file.
+#[tokio::test]
+async fn protected_paths_are_resolved_against_the_commands_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let home = root_path.join("home");
+    let start = root_path.join("start");
+    let elsewhere = root_path.join("elsewhere");
+    for dir in [&home, &start, &elsewhere] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("config.yaml"), "a\n").unwrap();
+    }
+    let paths = talaria_approval::ProtectedPaths {
+        write: vec![home.join("config.yaml")],
+        read: vec![],
+        homes: vec![home.clone()],
+    };
+    let context = talaria_approval::PathContext {
+        cwd: Some(start.clone()),
+        home_dir: None,
+        talaria_home: Some(home.clone()),
+    };
+    let policy = ApprovalPolicy::load(root_path.join("approvals.toml"))
+        .unwrap()
+        .with_protected(paths, &context)
+        .with_yolo(true);
+    let gate = GatedExecutor::new(Arc::new(LocalBackend), Arc::new(policy), Arc::new(DenyAll));
+    let script = "sed -i s/a/b/ config.yaml";
+    // In the home (as a workdir): protected, refused even in yolo mode.
+    let err = gate
+        .execute(sh(script, &home), &origin(), &CancellationToken::new())
+        .await
+        .unwrap_err();
+    match err {
+        ExecError::Denied(message) => assert!(message.contains("protected"), "{message}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.yaml")).unwrap(),
+        "a\n"
+    );
+    // Also when the session is confined to a workspace holding the home.
+    let confined = origin().with_workspace(&root_path);
+    let err = gate
+        .execute(sh(script, &home), &confined, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    // Elsewhere the same command edits an ordinary file.
+    let out = gate
+        .execute(sh(script, &elsewhere), &confined, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.status, Some(0));
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("config.yaml")).unwrap(),
+        "b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.yaml")).unwrap(),
+        "a\n"
+    );
+}

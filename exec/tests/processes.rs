@@ -147,16 +147,26 @@ async fn stdin_reaches_the_process() {
     request.stdin = Some(b"first\n".to_vec());
     let id = f.table.start(request, &origin(SESSION)).await.unwrap();
     let offset = f.read_until(SESSION, id, 0, b"first\n").await;
-    f.table.write(SESSION, id, b"hello\n").await.unwrap();
+    f.table
+        .write(&origin(SESSION), id, b"hello\n")
+        .await
+        .unwrap();
     let offset = f.read_until(SESSION, id, offset, b"hello\n").await;
-    f.table.write(SESSION, id, b"again\n").await.unwrap();
+    f.table
+        .write(&origin(SESSION), id, b"again\n")
+        .await
+        .unwrap();
     f.read_until(SESSION, id, offset, b"again\n").await;
     assert!(f.table.read(SESSION, id, 0, 0).unwrap().running);
 
     f.table.close_stdin(SESSION, id).await.unwrap();
     let info = f.table.wait(SESSION, id, HANG_GUARD).await.unwrap();
     assert_eq!((info.running, info.status), (false, Some(0)));
-    let err = f.table.write(SESSION, id, b"late").await.unwrap_err();
+    let err = f
+        .table
+        .write(&origin(SESSION), id, b"late")
+        .await
+        .unwrap_err();
     assert!(matches!(err, ExecError::Failed(_)), "{err:?}");
 }
 
@@ -221,7 +231,10 @@ async fn another_session_cannot_see_or_touch_a_process() {
         f.table.wait(OTHER, id, HANG_GUARD).await.unwrap_err(),
         not_found
     );
-    assert_eq!(f.table.write(OTHER, id, b"x").await.unwrap_err(), not_found);
+    assert_eq!(
+        f.table.write(&origin(OTHER), id, b"x").await.unwrap_err(),
+        not_found
+    );
     assert_eq!(f.table.close_stdin(OTHER, id).await.unwrap_err(), not_found);
     assert_eq!(f.table.kill(OTHER, id).unwrap_err(), not_found);
     assert_eq!(f.table.remove(OTHER, id).unwrap_err(), not_found);
@@ -292,4 +305,57 @@ async fn a_background_child_does_not_keep_a_finished_process_running() {
         f.table.read(SESSION, id, 0, 100).unwrap().data,
         b"started\n"
     );
+}
+
+#[tokio::test]
+async fn input_to_a_background_shell_is_screened_like_a_command() {
+    let f = fixture();
+    std::fs::create_dir(f.work.path().join("victim")).unwrap();
+    let id = f
+        .table
+        .start(
+            ExecRequest::new("bash", vec![], f.work.path()),
+            &origin(SESSION),
+        )
+        .await
+        .unwrap();
+    let err = f
+        .table
+        .write(&origin(SESSION), id, b"rm -rf victim\n")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    // Split over two writes, each harmless alone, it is still seen whole.
+    f.table.write(&origin(SESSION), id, b"rm ").await.unwrap();
+    let err = f
+        .table
+        .write(&origin(SESSION), id, b"-rf victim\n")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    // Safe input still goes through; the shell runs it.
+    f.table
+        .write(&origin(SESSION), id, b"\necho alive; exit\n")
+        .await
+        .unwrap();
+    let info = f.table.wait(SESSION, id, HANG_GUARD).await.unwrap();
+    assert!(!info.running);
+    let chunk = f.table.read(SESSION, id, 0, 1 << 20).unwrap();
+    assert!(
+        String::from_utf8_lossy(&chunk.data).contains("alive"),
+        "{chunk:?}"
+    );
+    assert!(f.work.path().join("victim").is_dir(), "nothing was deleted");
+}
+
+#[tokio::test]
+async fn initial_stdin_of_a_background_shell_is_screened() {
+    let f = fixture();
+    std::fs::create_dir(f.work.path().join("victim")).unwrap();
+    let mut request = ExecRequest::new("sh", vec![], f.work.path());
+    request.stdin = Some(b"rm -rf victim\n".to_vec());
+    let err = f.table.start(request, &origin(SESSION)).await.unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    assert!(f.table.list(SESSION).is_empty());
+    assert!(f.work.path().join("victim").is_dir());
 }

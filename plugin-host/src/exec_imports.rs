@@ -76,21 +76,29 @@ impl HostCtx {
         }
     }
 
+    /// Who runs commands: this plugin's tool in this session, confined to
+    /// the call's working directory (a command elsewhere needs approval).
     fn origin(&self) -> ExecOrigin {
         ExecOrigin::new(
             self.plugin.name.clone(),
             self.tool.clone(),
             self.session_id.clone(),
         )
+        .with_workspace(self.base_dir())
+    }
+
+    /// The call's working directory, or the plugin's data directory when
+    /// the call has none.
+    fn base_dir(&self) -> PathBuf {
+        self.cwd
+            .clone()
+            .unwrap_or_else(|| self.plugin.data_dir.clone())
     }
 
     /// The request for `command`: its cwd relative to the call's working
     /// directory, its time within what is left of the call's own.
     fn request(&self, command: exec::Command) -> ExecRequest {
-        let base = self
-            .cwd
-            .clone()
-            .unwrap_or_else(|| self.plugin.data_dir.clone());
+        let base = self.base_dir();
         let cwd = match &command.cwd {
             Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
             Some(dir) => base.join(dir),
@@ -222,7 +230,7 @@ impl process::Host for HostCtx {
         self.plugin
             .exec
             .processes
-            .write(&self.session_id, id, &data)
+            .write(&self.origin(), id, &data)
             .await
             .map_err(host_error)
     }
@@ -370,6 +378,39 @@ mod tests {
                 .await,
         );
         assert!(err.starts_with("denied:"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn commands_stay_in_the_call_directory_and_shell_input_is_screened() {
+        let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::create_dir(outside.path().join("keep")).unwrap();
+        let shown = outside.path().canonicalize().unwrap().display().to_string();
+        let mut host = granted(dir.path());
+        let in_dir = |script: &str, cwd: &str| exec::Command {
+            cwd: Some(cwd.into()),
+            stdin: None,
+            ..command("sh", &["-c", script], None)
+        };
+        let relative = format!(
+            "../{}",
+            outside.path().file_name().unwrap().to_str().unwrap()
+        );
+        for cwd in [outside.path().to_str().unwrap(), relative.as_str()] {
+            let err = error(host.run(in_dir("ls", cwd)).await);
+            assert!(err.starts_with("denied:") && err.contains(&shown), "{err}");
+            let err = error(host.spawn(in_dir("rm -rf keep", cwd)).await);
+            assert!(err.starts_with("denied:") && err.contains(&shown), "{err}");
+        }
+        assert!(outside.path().join("keep").is_dir());
+        let out = host.run(in_dir("pwd", "sub")).await.ok().unwrap();
+        assert_eq!(out.status, Some(0));
+
+        let id = host.spawn(in_dir("cat", "sub")).await.ok().unwrap();
+        let err = error(host.write(id, b"rm -rf /tmp/x\n".to_vec()).await);
+        assert!(err.starts_with("denied:"), "{err}");
+        assert_eq!(error(host.write(id, b"hello\n".to_vec()).await), "ok");
+        host.kill(id).await.ok().unwrap();
     }
 
     #[tokio::test]

@@ -3,10 +3,14 @@
 use std::process::Command;
 
 use super::{Backend, check_env, check_local_cwd, check_program, scrub_env};
+use crate::supervisor::{supervised_command, supervisor};
 use crate::{ExecError, ExecRequest};
 
 /// Runs commands directly on this machine, in the request's working
-/// directory, with a scrubbed environment. Not a sandbox.
+/// directory, with a scrubbed environment. Not a sandbox. Once
+/// [`enable_supervisor`](crate::enable_supervisor) was called, each command
+/// runs under the supervisor, which kills it (and its process group) when
+/// this process dies.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LocalBackend;
 
@@ -30,8 +34,16 @@ impl Backend for LocalBackend {
         check_env(request)?;
         check_local_cwd(request)?;
         check_program(request)?;
-        let mut command = Command::new(&request.program);
-        command.args(&request.args).current_dir(&request.cwd);
+        let mut command = match supervisor() {
+            // Its environment is the scrubbed one below, which the command inherits.
+            Some(exe) => supervised_command(exe, &request.program, &request.args),
+            None => {
+                let mut command = Command::new(&request.program);
+                command.args(&request.args);
+                command
+            }
+        };
+        command.current_dir(&request.cwd);
         scrub_env(&mut command, &[], &request.env);
         Ok(command)
     }

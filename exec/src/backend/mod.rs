@@ -28,6 +28,23 @@ pub trait Backend: Send + Sync {
     /// The command that runs `request`, or why it cannot run (bad working
     /// directory, missing program, invalid environment).
     fn command(&self, request: &ExecRequest) -> Result<Command, ExecError>;
+
+    /// What a request's `cwd` names, so the gate can keep it inside the
+    /// session's working directory.
+    fn cwd_kind(&self) -> CwdKind {
+        CwdKind::Host
+    }
+}
+
+/// What a request's working directory is to a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CwdKind {
+    /// A directory of this machine: the gate resolves it (symlinks, `..`).
+    Host,
+    /// A path on another machine: the gate can only normalise it lexically.
+    Remote,
+    /// Not used: commands always run in a directory the backend was configured with.
+    Fixed,
 }
 
 /// Clears the command's environment, then sets the host's values of

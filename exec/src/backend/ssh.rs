@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::{Backend, check_env, scrub_env};
+use super::{Backend, CwdKind, check_env, scrub_env};
 use crate::{ExecError, ExecRequest, shell_quote};
 
 /// Where and how to connect.
@@ -104,6 +104,14 @@ impl Backend for SshBackend {
 
     fn sandboxed(&self) -> bool {
         false
+    }
+
+    fn cwd_kind(&self) -> CwdKind {
+        if self.config.remote_cwd.is_some() {
+            CwdKind::Fixed
+        } else {
+            CwdKind::Remote
+        }
     }
 
     fn command(&self, request: &ExecRequest) -> Result<Command, ExecError> {

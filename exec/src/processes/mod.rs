@@ -1,9 +1,12 @@
 //! Background processes of sessions: started through the approval gate,
 //! their combined output kept in a bounded log, killed as process groups.
+//! Text written to their stdin is screened by the gate like a command.
 
+mod input;
 mod log;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -12,6 +15,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use self::input::InputWindow;
 use self::log::OutputLog;
 use crate::gate::{ExecOrigin, GatedExecutor, command_text};
 use crate::group::ProcessGroup;
@@ -83,6 +87,14 @@ struct Process {
     exit: watch::Sender<Option<Option<i32>>>,
     /// `None` once closed or exited.
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    /// Whether it runs sandboxed inside the session's working directory, so
+    /// dangerous input may run without asking, like a command there.
+    sandboxed: bool,
+    /// Where it runs, for reading relative paths in its input.
+    cwd: Option<PathBuf>,
+    /// Recent input, screened together with each write; held across the
+    /// approval so writes are screened and sent one at a time.
+    input: tokio::sync::Mutex<InputWindow>,
 }
 
 impl ProcessTable {
@@ -107,8 +119,12 @@ impl ProcessTable {
     /// Starts `request` in the background for `origin`'s session once the
     /// approval gate allows it, and returns its id. `request.stdin`, if any,
     /// is written first; stdin stays open for [`write`](Self::write).
-    pub async fn start(&self, request: ExecRequest, origin: &ExecOrigin) -> Result<u64, ExecError> {
-        self.executor.approve(&request, origin).await?;
+    pub async fn start(
+        &self,
+        mut request: ExecRequest,
+        origin: &ExecOrigin,
+    ) -> Result<u64, ExecError> {
+        let admission = self.executor.admit(&mut request, origin).await?;
         let command = command_text(&request);
         let (mut child, group) = spawn(self.executor.backend().as_ref(), &request, true)?;
         let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
@@ -130,6 +146,9 @@ impl ProcessTable {
             log: Mutex::new(OutputLog::new(self.log_cap)),
             exit: watch::Sender::new(None),
             stdin,
+            sandboxed: admission.sandboxed,
+            cwd: self.executor.screen_cwd(&request.cwd),
+            input: tokio::sync::Mutex::new(InputWindow::default()),
         });
         state.processes.insert(process.id, Arc::clone(&process));
         drop(state);
@@ -174,9 +193,20 @@ impl ProcessTable {
         Ok(process.info())
     }
 
-    /// Writes `data` to the process's stdin. Waits while the pipe is full.
-    pub async fn write(&self, session: &str, id: u64, data: &[u8]) -> Result<(), ExecError> {
-        let process = self.find(session, id)?;
+    /// Writes `data` to the process's stdin for `origin` (its session must
+    /// own the process). Input to a running program is a command: it is
+    /// screened by the gate like one (with the input written just before
+    /// it, so a command split over several writes is seen whole); a refusal
+    /// is [`ExecError::Denied`] and nothing is written. Waits while the pipe
+    /// is full.
+    pub async fn write(&self, origin: &ExecOrigin, id: u64, data: &[u8]) -> Result<(), ExecError> {
+        let process = self.find(&origin.session_id, id)?;
+        let mut input = process.input.lock().await;
+        let text = input.with(data);
+        let approval = self
+            .executor
+            .screen(&text, origin, process.cwd.as_deref(), process.sandboxed)
+            .await?;
         let mut stdin = process.stdin.lock().await;
         let pipe = stdin
             .as_mut()
@@ -189,7 +219,9 @@ impl ProcessTable {
             // A broken pipe will not heal: close our end.
             stdin.take();
             ExecError::Failed(format!("process {id}: writing to stdin failed: {e}"))
-        })
+        })?;
+        input.record(text, &approval);
+        Ok(())
     }
 
     /// Closes the process's stdin, so it reads end-of-file.

@@ -41,7 +41,9 @@ pub struct TerminalArgs {
     pub background: Option<bool>,
     /// Seconds before a foreground command is killed (default 180, at most 600).
     pub timeout: Option<u64>,
-    /// Working directory (default: the session's).
+    /// Working directory (default: the session's). Commands in a directory
+    /// outside the session's working directory always need the user's
+    /// approval (and are refused where nobody can answer).
     pub workdir: Option<String>,
     /// Ask for a pseudo-terminal. Not supported: the command runs without one.
     pub pty: Option<bool>,
@@ -134,7 +136,8 @@ pub struct ProcessArgs {
     pub action: Action,
     /// The id `terminal` returned (not needed for `list`).
     pub session_id: Option<String>,
-    /// For `write`: the text to send (add "\n" to end a line).
+    /// For `write`: the text to send (add "\n" to end a line). It is screened
+    /// like a command: what would need approval as a command needs it here.
     pub data: Option<String>,
     /// For `wait`: seconds to wait (default 30, max 600).
     pub timeout: Option<u64>,
@@ -186,7 +189,7 @@ impl Tool for Process {
     const DESCRIPTION: &'static str = "Manage background processes started with terminal \
         (background: true): list them, poll (status and the end of the output), log (output \
         from a byte offset), wait (until it ends or `timeout` seconds), kill, or write to its \
-        stdin.";
+        stdin (screened like a command).";
     type Args = ProcessArgs;
 
     fn flags() -> ToolFlags {
