@@ -137,3 +137,106 @@ fn a_native_plugin_in_a_trusted_project_never_loads() {
         stdout(&info)
     );
 }
+
+/// The `granted:` line of `name`'s entry in `plugins list` output.
+fn granted_line(list: &str, entry: &str) -> String {
+    let start = list
+        .find(entry)
+        .unwrap_or_else(|| panic!("{entry:?} not in:\n{list}"));
+    list[start..]
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("granted:"))
+        .map(|granted| granted.trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_trusted_project_plugin_does_not_inherit_grants_by_name() {
+    build_plugins();
+    let home = Home::new();
+    let work = home.workdir();
+    let elsewhere = home.workdir();
+    let outside = |args: &[&str]| {
+        let mut command = home.talaria(args);
+        command.current_dir(elsewhere.path());
+        run(command)
+    };
+    // The user grants the distribution's `terminal` exec: a decision recorded for it.
+    assert_code(&outside(&["plugins", "grant", "terminal", "exec"]), 0);
+    // A trusted project ships its own plugin named `terminal`, asking for exec too.
+    let dist_terminal =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/dist/terminal");
+    copy_dir(
+        &dist_terminal,
+        &work.path().join(".talaria/plugins/terminal"),
+    );
+    let mut trust = home.talaria(&["plugins", "trust"]);
+    trust.current_dir(work.path());
+    assert_code(&run(trust), 0);
+
+    let mut list = home.talaria(&["plugins", "list"]);
+    list.current_dir(work.path());
+    let list = stdout(&run(list));
+    assert_eq!(
+        granted_line(&list, "terminal 0.1.0 [tools] (project)"),
+        "none",
+        "{list}"
+    );
+
+    // In a session its commands do not run: it was granted nothing.
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("terminal", r#"{"command":"echo $((6*7))"}"#),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "run it", &["--yolo"]));
+    assert_code(&output, 0);
+    let results = tool_results(&server, 1);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        !results[0].contains("42"),
+        "the command ran: {}",
+        results[0]
+    );
+
+    // Granting the project's plugin leaves the distribution's decision alone, and back.
+    let mut grant = home.talaria(&["plugins", "revoke", "terminal", "exec"]);
+    grant.current_dir(work.path());
+    assert_code(&run(grant), 0);
+    let list = stdout(&outside(&["plugins", "list"]));
+    assert_eq!(
+        granted_line(&list, "terminal 0.1.0 [tools] (distribution)"),
+        "exec",
+        "{list}"
+    );
+}
+
+#[test]
+fn a_fifo_plugin_file_is_reported_and_start_up_goes_on() {
+    let home = Home::new();
+    let package = home.path().join("plugins/piped");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("plugin.toml"),
+        "name = \"piped\"\nversion = \"0.1.0\"\napi = \"0.1.1\"\ndescription = \"d\"\n\
+         provides = [\"tools\"]\nwasm = \"plugin.wasm\"\n",
+    )
+    .unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(package.join("plugin.wasm"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let server = ScriptedServer::spawn(Script::new([Step::text("started")])).unwrap();
+    let work = home.workdir();
+    // `run` kills a run that hangs and fails the test.
+    let output = run(home.query_in(work.path(), &server, "hi", &[]));
+    assert_code(&output, 0);
+    assert!(stdout(&output).contains("started"), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("plugin piped not loaded")
+            && err.contains("plugin.wasm: not a regular file but a FIFO"),
+        "{err}"
+    );
+}

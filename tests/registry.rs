@@ -510,3 +510,53 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
     let output = run(home.talaria(&["plugin", "install", "noop@banana"]));
     assert_code(&output, 2);
 }
+
+#[test]
+fn grants_stay_with_the_source_a_plugin_was_installed_from() {
+    let index = IndexFixture::new();
+    index.publish("weather", "1.0.0", "0.1.1", KV_AND_NET);
+    index.publish("weather", "1.1.0", "0.1.1", KV_AND_NET);
+    let home = Home::new();
+    index.add_to(&home, &[]);
+    let output = run(home.talaria(&["plugin", "install", "weather@=1.0.0", "--grant", "kv"]));
+    assert_code(&output, 0);
+
+    // A new version from the same index asking for nothing more keeps the decision.
+    let output = run(home.talaria(&["plugin", "install", "weather@^1"]));
+    assert_code(&output, 0);
+    assert_contains(&stdout(&output), "granted: kv");
+    assert_eq!(
+        installed_version(&home, "weather").as_deref(),
+        Some("1.1.0")
+    );
+
+    // The same name from another source (a local package) is asked about afresh: without a
+    // terminal that means --grant, and nothing is installed meanwhile.
+    let package = index.variant("weather", "1.2.0", "0.1.1", KV_AND_NET);
+    let output = run(home.talaria(&["plugin", "install", package.to_str().unwrap()]));
+    assert_code(&output, 2);
+    assert_contains(
+        &stderr(&output),
+        "weather 1.2.0 asks for: network:api.example.org:443, kv",
+    );
+    assert_eq!(
+        installed_version(&home, "weather").as_deref(),
+        Some("1.1.0")
+    );
+    let info = run(home.talaria(&["plugins", "info", "weather"]));
+    assert_contains(&stdout(&info), "granted:   kv");
+
+    // Decided for the local package, the index's decision is dropped with the index's copy.
+    let output = run(home.talaria(&[
+        "plugin",
+        "install",
+        package.to_str().unwrap(),
+        "--grant",
+        "none",
+    ]));
+    assert_code(&output, 0);
+    let info = run(home.talaria(&["plugins", "info", "weather"]));
+    assert_contains(&stdout(&info), "granted:   none");
+    let grants = home.read("plugin-grants.yaml");
+    assert!(!grants.contains("index:main"), "{grants}");
+}

@@ -55,6 +55,10 @@ pub struct FoundPlugin {
     pub dir: PathBuf,
     /// Where it was found.
     pub source: PluginSource,
+    /// What its grants are bound to (with its name): the distribution, the
+    /// profile's directory or the index it was installed from, or the trusted
+    /// project's directory.
+    pub grant_source: crate::grants::GrantSource,
 }
 
 /// The result of discovery: the winners by name, and what to tell the user.
@@ -129,6 +133,9 @@ pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery
         plugins: Vec::new(),
         notices,
     };
+    let users = crate::grants::UserSources::load(home);
+    // A project's grants are bound to its canonical path (as it is trusted).
+    let project = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     for (dir, source) in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -147,10 +154,16 @@ pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery
                     continue;
                 }
             };
+            let grant_source = match source {
+                PluginSource::Distribution => crate::grants::GrantSource::Distribution,
+                PluginSource::User => users.source_of(&manifest.name),
+                PluginSource::Project => crate::grants::GrantSource::Project(project.clone()),
+            };
             let found = FoundPlugin {
                 manifest,
                 dir: package,
                 source,
+                grant_source,
             };
             match discovery
                 .plugins
@@ -288,6 +301,7 @@ pub async fn load_plugins(
         })
         .ok();
     let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+        .with_cache_key_file(home.plugin_cache_key_file())
         .with_prebuilt_dirs(prebuilt_dirs())
         .with_log_file(home.plugin_log_file())
         .with_exec(exec);
@@ -308,7 +322,7 @@ pub async fn load_plugins(
             continue;
         }
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
-            store.grants_for(&found.manifest, found.source)
+            store.grants_for(&found.manifest, &found.grant_source)
         });
         let plugin = match host.load(&found.dir, &grants).await {
             Ok(plugin) => plugin,

@@ -62,7 +62,7 @@ fn change(
         Ok(plugin) => plugin,
         Err(status) => return status,
     };
-    match store.change(&plugin.manifest, plugin.source, capability, allow) {
+    match store.change(&plugin.manifest, &plugin.grant_source, capability, allow) {
         Ok(grants) => {
             if allow && capability == "trust-native" {
                 println!(
@@ -103,7 +103,7 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
             for plugin in &discovery.plugins {
                 let m = &plugin.manifest;
                 let kinds: Vec<&str> = m.provides.iter().map(|k| k.as_str()).collect();
-                let granted = store.grants_for(m, plugin.source);
+                let granted = store.grants_for(m, &plugin.grant_source);
                 println!(
                     "{} {} [{}] ({})",
                     m.name,
@@ -132,7 +132,7 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 Err(status) => return status,
             };
             let m = &plugin.manifest;
-            let grants = store.grants_for(m, plugin.source);
+            let grants = store.grants_for(m, &plugin.grant_source);
             println!("{} {} — {}", m.name, m.version, m.description);
             println!("source:    {} ({})", plugin.source, plugin.dir.display());
             println!("api:       talaria:plugin@{}", m.api);
@@ -153,6 +153,7 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 return Status::Failed;
             }
             let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+                .with_cache_key_file(home.plugin_cache_key_file())
                 .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
             let host = match PluginHost::new(options) {
                 Ok(host) => host,

@@ -1,23 +1,46 @@
 //! The compiled-artefact cache: `<cache_dir>/<sha256 of the wasm>-<engine
 //! compatibility hash>.cwasm`, written atomically by this host into a
-//! directory it created, loaded with `Component::deserialize_file`. A
-//! distribution's read-only `plugins/.compiled` (same names) is consulted on
-//! a miss, so a fresh profile starts without compiling.
+//! directory it created. A distribution's read-only `plugins/.compiled` (same
+//! names) is consulted on a miss, so a fresh profile starts without compiling.
+//!
+//! Compiled code runs natively, so no file is deserialised on trust: each cache
+//! file ends with a keyed BLAKE3 MAC over its name and contents under the
+//! profile's secret ([`crate::mac`]). The file is read into memory, the MAC
+//! checked over those bytes and the same bytes deserialised, so nothing can be
+//! swapped in between. A file that does not verify (tampered, truncated,
+//! renamed, written before MACs or under another key) is compiled again from
+//! its component and replaced; it is never loaded.
+//!
+//! Prebuilt directories are written by `talaria dist build` into the
+//! distribution, next to the binary, where the agent's commands cannot write
+//! (whoever can could replace the binary itself); they hold plain compiled
+//! files listed with their BLAKE3 digests in [`PREBUILT_DIGESTS`] (`b3sum`'s
+//! format). A file is loaded from there only when its bytes match its listed
+//! digest; that catches damage and stray files, not a writer of the install
+//! dir, which is out of reach of the sandbox by where it is.
 //!
 //! Hashing a component means reading all of it (megabytes) on every start, so the digest is
 //! remembered per source file in `<cache_dir>/sources/`, keyed by the file's path and checked
 //! against its size, inode and modification and change times: an unchanged file is not read at
-//! all, only its compiled form mapped.
+//! all, only its compiled form. A memo carries a MAC too: a forged one could otherwise point a
+//! plugin at another plugin's (validly sealed) compiled form.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::files::{read_regular, require_regular};
 use crate::kv::{hex, write_atomically};
+use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
+
+/// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
+pub const PREBUILT_DIGESTS: &str = "B3SUMS";
 
 /// Feeds `Hash` output into SHA-256, so the engine's compatibility hash is
 /// stable across processes (unlike `DefaultHasher`, whose keys may change).
@@ -43,11 +66,42 @@ pub(crate) struct Counters {
     pub(crate) cache_hits: AtomicU64,
 }
 
+/// A distribution's directory of compiled components and its digest list (read once).
+#[derive(Debug)]
+struct PrebuiltDir {
+    dir: PathBuf,
+    digests: OnceLock<HashMap<String, blake3::Hash>>,
+}
+
+impl PrebuiltDir {
+    fn digests(&self) -> &HashMap<String, blake3::Hash> {
+        self.digests.get_or_init(|| {
+            let text = read_regular(&self.dir.join(PREBUILT_DIGESTS))
+                .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
+            text.lines()
+                .filter_map(|line| {
+                    let (digest, name) = line.split_once("  ")?;
+                    Some((name.to_owned(), blake3::Hash::from_hex(digest).ok()?))
+                })
+                .collect()
+        })
+    }
+
+    /// The compiled file `name` if it is listed and its bytes match the list.
+    fn verified(&self, name: &str) -> Option<Vec<u8>> {
+        let expected = self.digests().get(name)?;
+        let (bytes, _) = read_regular(&self.dir.join(name)).ok()?;
+        (blake3::hash(&bytes) == *expected).then_some(bytes)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct CompileCache {
     dir: PathBuf,
-    prebuilt: Vec<PathBuf>,
+    prebuilt: Vec<PrebuiltDir>,
     engine_hash: String,
+    key: CacheKey,
     pub(crate) counters: Counters,
 }
 
@@ -70,6 +124,7 @@ pub(crate) enum Origin {
 impl CompileCache {
     pub(crate) fn new(
         dir: PathBuf,
+        key_file: PathBuf,
         prebuilt: Vec<PathBuf>,
         engine: &Engine,
     ) -> std::io::Result<Self> {
@@ -79,8 +134,15 @@ impl CompileCache {
         let engine_hash = format!("{:016x}", hasher.finish());
         Ok(Self {
             dir,
-            prebuilt,
+            prebuilt: prebuilt
+                .into_iter()
+                .map(|dir| PrebuiltDir {
+                    dir,
+                    digests: OnceLock::new(),
+                })
+                .collect(),
             engine_hash,
+            key: CacheKey::new(key_file),
             counters: Counters::default(),
         })
     }
@@ -92,7 +154,8 @@ impl CompileCache {
     }
 
     /// The component in the file at `path`, from the cache when possible; the file is read
-    /// (and hashed) only when its remembered digest is missing or out of date.
+    /// (and hashed) only when its remembered digest is missing or out of date. Anything but a
+    /// regular file is refused before it is opened.
     pub(crate) fn load_file(
         &self,
         engine: &Engine,
@@ -102,41 +165,48 @@ impl CompileCache {
             .dir
             .join("sources")
             .join(hex(&Sha256::digest(path.as_os_str().as_encoded_bytes())));
-        let stamp = std::fs::metadata(path)
-            .map(|metadata| file_stamp(&metadata))
-            .map_err(LoadFileError::Read)?;
-        if let Some(digest) = remembered_digest(&memo, &stamp)
+        let metadata = std::fs::metadata(path).map_err(LoadFileError::Read)?;
+        require_regular(&metadata).map_err(LoadFileError::Read)?;
+        if let Some(key) = self.key.existing()
+            && let Some(digest) = remembered_digest(&key, &memo, path, &file_stamp(&metadata))
             && let Some(found) = self.find_compiled(engine, &self.file_name(&digest))
         {
             return Ok(found);
         }
-        let wasm = std::fs::read(path).map_err(LoadFileError::Read)?;
+        let (wasm, metadata) = read_regular(path).map_err(LoadFileError::Read)?;
         let digest = hex(&Sha256::digest(&wasm));
         // A memo that cannot be written only costs hashing again next time.
-        let _ = create_private_dir(&self.dir.join("sources"))
-            .and_then(|()| write_atomically(&memo, format!("{stamp} {digest}\n").as_bytes()));
+        if let Ok(key) = self.key.get_or_create() {
+            let line = memo_line(&key, path, &file_stamp(&metadata), &digest);
+            let _ = create_private_dir(&self.dir.join("sources"))
+                .and_then(|()| write_atomically(&memo, line.as_bytes()));
+        }
         self.load_digested(engine, &wasm, &digest)
             .map_err(LoadFileError::Compile)
     }
 
-    /// The compiled form named `name` from the profile cache or a prebuilt dir, if one loads.
+    /// The compiled form named `name` from the profile cache (if its MAC verifies) or a
+    /// prebuilt dir (if its digest matches the list), if one loads.
     fn find_compiled(&self, engine: &Engine, name: &str) -> Option<(Component, Origin)> {
         let path = self.dir.join(name);
-        if path.is_file() {
-            match deserialize_cached(engine, &path) {
-                Ok(component) => {
+        if let Some(key) = self.key.existing()
+            && let Ok((sealed, _)) = read_regular(&path)
+        {
+            match unseal(&key, name, &sealed).map(|body| deserialize_verified(engine, body)) {
+                Some(Ok(component)) => {
                     self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     return Some((component, Origin::Cached));
                 }
-                // Stale or damaged: compiled again (and replaced) by the caller.
-                Err(_) => {
+                // Tampered, unsealed, stale or damaged: compiled again (and replaced) by the
+                // caller, never loaded.
+                Some(Err(_)) | None => {
                     let _ = std::fs::remove_file(&path);
                 }
             }
         }
-        self.prebuilt.iter().find_map(|dir| {
-            let prebuilt = dir.join(name);
-            let component = deserialize_cached(engine, &prebuilt).ok()?;
+        self.prebuilt.iter().find_map(|prebuilt| {
+            let bytes = prebuilt.verified(name)?;
+            let component = deserialize_verified(engine, &bytes).ok()?;
             self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
             Some((component, Origin::Cached))
         })
@@ -154,20 +224,48 @@ impl CompileCache {
         if let Some(found) = self.find_compiled(engine, &name) {
             return Ok(found);
         }
-        let path = self.dir.join(&name);
         let compiled = engine
             .precompile_component(wasm)
             .map_err(|e| format!("compiling the component: {}", error_text(&e)))?;
         self.counters.compiled.fetch_add(1, Ordering::Relaxed);
-        match write_atomically(&path, &compiled) {
-            Ok(()) => deserialize_cached(engine, &path)
-                .map(|c| (c, Origin::Compiled))
-                .map_err(|e| format!("loading the compiled component: {}", error_text(&e))),
-            // An unwritable cache costs a second compilation, never a failure.
-            Err(_) => Component::new(engine, wasm)
-                .map(|c| (c, Origin::Compiled))
-                .map_err(|e| format!("compiling the component: {}", error_text(&e))),
+        // Loaded from the bytes just compiled, not from the file: an unwritable cache (or
+        // secret) costs a compilation next time, never a failure.
+        let component = deserialize_verified(engine, &compiled)
+            .map_err(|e| format!("loading the compiled component: {}", error_text(&e)))?;
+        if let Ok(key) = self.key.get_or_create() {
+            let _ = write_atomically(&self.dir.join(&name), &seal(&key, &name, compiled));
         }
+        Ok((component, Origin::Compiled))
+    }
+
+    /// Writes every compiled component of this cache whose MAC verifies into `out` as a
+    /// prebuilt directory (plain compiled files and their [`PREBUILT_DIGESTS`]); returns the
+    /// file names written.
+    pub(crate) fn export_prebuilt(&self, out: &Path) -> std::io::Result<Vec<String>> {
+        create_private_dir(out)?;
+        let key = self.key.existing();
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)?
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".cwasm"))
+            .collect();
+        names.sort();
+        let mut list = String::new();
+        let mut written = Vec::new();
+        for name in names {
+            let Some(key) = &key else { break };
+            let Ok((sealed, _)) = read_regular(&self.dir.join(&name)) else {
+                continue;
+            };
+            let Some(body) = unseal(key, &name, &sealed) else {
+                continue;
+            };
+            write_atomically(&out.join(&name), body)?;
+            list.push_str(&format!("{}  {name}\n", blake3::hash(body).to_hex()));
+            written.push(name);
+        }
+        write_atomically(&out.join(PREBUILT_DIGESTS), list.as_bytes())?;
+        Ok(written)
     }
 }
 
@@ -187,30 +285,55 @@ fn file_stamp(metadata: &std::fs::Metadata) -> String {
     )
 }
 
-/// The digest remembered in `memo` if it was taken of the file version `stamp` describes.
-fn remembered_digest(memo: &Path, stamp: &str) -> Option<String> {
-    let text = std::fs::read_to_string(memo).ok()?;
-    let (remembered, digest) = text.trim_end().rsplit_once(' ')?;
-    (remembered == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| digest.to_owned())
+/// A memo's text: the stamp, the digest and their MAC for the component at `path`.
+fn memo_line(key: &[u8; KEY_LEN], path: &Path, stamp: &str, digest: &str) -> String {
+    let remembered = format!("{stamp} {digest}");
+    let tag = mac(
+        key,
+        Purpose::Memo,
+        path.as_os_str().as_encoded_bytes(),
+        remembered.as_bytes(),
+    );
+    format!("{remembered} {}\n", tag.to_hex())
 }
 
-/// Deserialises a compiled component from the cache.
+/// The digest remembered in `memo` if it was taken of the file version `stamp` describes and
+/// its MAC verifies.
+fn remembered_digest(key: &[u8; KEY_LEN], memo: &Path, path: &Path, stamp: &str) -> Option<String> {
+    let (bytes, _) = read_regular(memo).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (remembered, tag) = text.trim_end().rsplit_once(' ')?;
+    let tag = blake3::Hash::from_hex(tag).ok()?;
+    let expected = mac(
+        key,
+        Purpose::Memo,
+        path.as_os_str().as_encoded_bytes(),
+        remembered.as_bytes(),
+    );
+    // `blake3::Hash` compares in constant time.
+    if tag != expected {
+        return None;
+    }
+    let (remembered_stamp, digest) = remembered.rsplit_once(' ')?;
+    (remembered_stamp == stamp
+        && digest.len() == 64
+        && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+    .then(|| digest.to_owned())
+}
+
+/// Deserialises a compiled component from bytes already in memory.
 #[allow(unsafe_code)]
-fn deserialize_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: `Component::deserialize_file` trusts its input to be a
-    // compiled artefact produced by a compatible wasmtime. The only files
-    // passed here are ones this host wrote itself (`CompileCache::load`,
-    // via `Engine::precompile_component` and an atomic temp-file + rename)
-    // into a cache directory it created with owner-only permissions. Each is
-    // named by the SHA-256 of its source component and the engine's
-    // compatibility hash, so a file is only ever read back by an engine it
-    // was compiled for, for the component it was compiled from; wasmtime
-    // additionally checks the header and refuses incompatible artefacts.
-    // Prebuilt directories hold files of the same kind written the same way by
-    // `talaria dist build` (this code, run by the distribution's own binary),
-    // shipped next to that binary: as trusted as the executable itself.
-    unsafe { Component::deserialize_file(engine, path) }
+fn deserialize_verified(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `Component::deserialize` trusts its input to be a compiled artefact produced by a
+    // compatible wasmtime. Only three kinds of bytes reach it, all already in memory so they
+    // cannot change after the check: bytes `Engine::precompile_component` just returned in
+    // this process; a profile cache file whose keyed BLAKE3 MAC under the profile's secret
+    // verified over exactly these bytes and the file's name (so this host wrote them, for this
+    // component and engine, whose compatibility hash is in the name); and a prebuilt file of
+    // the distribution whose BLAKE3 digest matched the list `talaria dist build` wrote next to
+    // the binary (as trusted as the executable itself). wasmtime additionally checks the
+    // header and refuses incompatible artefacts.
+    unsafe { Component::deserialize(engine, bytes) }
 }
 
 pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -11,8 +11,8 @@
 //! directories → `allowed_paths` (`ro:` for read-only), `limits.memory-mb` →
 //! `memory.max_pages`, `limits.timeout-ms` → `timeout_ms`, `[config]` and
 //! granted env vars → `config`. Each call runs in a fresh `extism::Plugin`
-//! made from a `CompiledPlugin` (compiled once, through wasmtime's cache in
-//! the host's cache directory) on a blocking thread.
+//! made from a `CompiledPlugin` (compiled once per process and placement, not
+//! cached on disk: see [`cache_config`]) on a blocking thread.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,28 +51,14 @@ pub(crate) struct ExtismPlugin {
 #[derive(Default)]
 pub(crate) struct Placement(Arc<OnceLock<Result<Arc<CompiledPlugin>, String>>>);
 
-/// The wasmtime cache configuration for Extism's engines: compiled modules go
-/// to `<cache_dir>/extism`. Written once per host; `None` (compile every
-/// time) when it cannot be written.
+/// Extism modules are compiled in each process, never loaded compiled from
+/// disk: wasmtime's own cache deserialises what it finds without checking who
+/// wrote it, so a file planted in the profile's cache would run as native code
+/// (components go through [`crate::cache`], which verifies a MAC instead). A
+/// cache directory left by an earlier version is removed. Always `None`.
 pub(crate) fn cache_config(cache_dir: &Path) -> Option<PathBuf> {
-    let dir = cache_dir.join("extism");
-    crate::cache::create_private_dir(&dir).ok()?;
-    let dir = dir.canonicalize().ok()?;
-    let mut cache = toml::Table::new();
-    cache.insert(
-        "directory".into(),
-        toml::Value::String(dir.to_str()?.to_owned()),
-    );
-    let mut config = toml::Table::new();
-    config.insert("cache".into(), toml::Value::Table(cache));
-    let path = dir.join("wasmtime-cache.toml");
-    let text = toml::to_string(&config).ok()?;
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-        let temp = path.with_extension(format!("tmp.{}", std::process::id()));
-        std::fs::write(&temp, text).ok()?;
-        std::fs::rename(&temp, &path).ok()?;
-    }
-    Some(path)
+    let _ = std::fs::remove_dir_all(cache_dir.join("extism"));
+    None
 }
 
 /// The Extism `allowed_hosts` glob for a granted `host:port` pattern: its host

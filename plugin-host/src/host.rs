@@ -30,83 +30,13 @@ use crate::kv::KvStore;
 use crate::log::{LogFile, LogLevel, LogSource, PluginLog};
 use crate::manifest::{Capabilities, MANIFEST_FILE, Manifest, PluginKind, Runtime};
 use crate::net::NetPolicy;
+use crate::options::{CacheStats, HostOptions};
 use crate::sandbox::{Sandbox, resolve_grant};
 use crate::session_search::SessionSearch;
 use crate::skins::{PluginSkin, SkinPluginPre, convert_skins, invoke_list_skins, read_data_skins};
 use crate::state::{HostCtx, PluginShared, PluginState};
 use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
-
-/// Where the host keeps its files.
-#[derive(Debug, Clone)]
-pub struct HostOptions {
-    /// Compiled components (`$TALARIA_HOME/cache/plugins`); created if missing.
-    pub cache_dir: PathBuf,
-    /// Plugin data: `<data_dir>/<plugin>` is `$PLUGIN_DATA`, and the key-value
-    /// store lives in `<data_dir>/<plugin>/kv/<profile>`.
-    pub data_dir: PathBuf,
-    /// The profile key-value stores are scoped to (`[A-Za-z0-9_-]+`).
-    pub profile: String,
-    /// A file every plugin's log lines (info and above) are appended to.
-    pub log_file: Option<PathBuf>,
-    /// Where `exec` and `process` commands go; by default local commands,
-    /// denying whatever needs approval.
-    pub exec: Option<ExecServices>,
-    /// Past sessions for plugins granted `session-search`.
-    pub sessions: Option<Arc<dyn SessionSearch>>,
-    /// Read-only directories of components compiled ahead of time by
-    /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
-    /// after `cache_dir`. Never written at run time.
-    pub prebuilt_dirs: Vec<PathBuf>,
-}
-
-impl HostOptions {
-    /// Options with the `default` profile.
-    pub fn new(cache_dir: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            cache_dir: cache_dir.into(),
-            data_dir: data_dir.into(),
-            profile: "default".into(),
-            log_file: None,
-            exec: None,
-            sessions: None,
-            prebuilt_dirs: Vec::new(),
-        }
-    }
-
-    /// The same options with ahead-of-time compiled components from `dirs`.
-    pub fn with_prebuilt_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
-        self.prebuilt_dirs = dirs;
-        self
-    }
-
-    /// The same options with `session-search` answered from `sessions`.
-    pub fn with_session_search(mut self, sessions: Arc<dyn SessionSearch>) -> Self {
-        self.sessions = Some(sessions);
-        self
-    }
-
-    /// The same options with commands going to `exec`.
-    pub fn with_exec(mut self, exec: ExecServices) -> Self {
-        self.exec = Some(exec);
-        self
-    }
-
-    /// The same options with plugin logs appended to `path`.
-    pub fn with_log_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.log_file = Some(path.into());
-        self
-    }
-}
-
-/// Compile-cache counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CacheStats {
-    /// Components compiled by this host.
-    pub compiled: u64,
-    /// Components deserialised from the cache by this host.
-    pub cache_hits: u64,
-}
 
 /// How the scheduler may run a tool's calls (from the plugin's `tool-flags`).
 /// A tool a plugin provides.
@@ -294,6 +224,7 @@ impl PluginHost {
         }
         let cache = CompileCache::new(
             options.cache_dir.clone(),
+            options.cache_key_file.clone(),
             options.prebuilt_dirs.clone(),
             &engine,
         )
@@ -355,6 +286,21 @@ impl PluginHost {
             compiled: self.inner.cache.counters.compiled.load(Ordering::Relaxed),
             cache_hits: self.inner.cache.counters.cache_hits.load(Ordering::Relaxed),
         }
+    }
+
+    /// Writes every component this host's cache holds (and whose MAC verifies)
+    /// into `out` as a distribution's prebuilt directory: plain compiled files
+    /// and their BLAKE3 digests in [`crate::PREBUILT_DIGESTS`], which is what
+    /// a host reading `out` through [`HostOptions::prebuilt_dirs`] checks.
+    /// Returns the file names written.
+    pub fn export_prebuilt(&self, out: &Path) -> Result<Vec<String>, HostError> {
+        self.inner
+            .cache
+            .export_prebuilt(out)
+            .map_err(|source| HostError::Io {
+                path: out.to_path_buf(),
+                source,
+            })
     }
 
     /// Loads the plugin in `dir` (`plugin.toml` + its component) with the
@@ -623,11 +569,12 @@ impl PluginHost {
         let (backend, tools) = match manifest.runtime {
             #[cfg(feature = "extism")]
             Runtime::Extism => {
-                let wasm = std::fs::read(&file).map_err(|source| LoadError::Wasm {
-                    plugin: name.clone(),
-                    path: file.clone(),
-                    source,
-                })?;
+                let (wasm, _) =
+                    crate::files::read_regular(&file).map_err(|source| LoadError::Wasm {
+                        plugin: name.clone(),
+                        path: file.clone(),
+                        source,
+                    })?;
                 let cache = self
                     .inner
                     .extism_cache
@@ -657,6 +604,15 @@ impl PluginHost {
             Runtime::Native => {
                 if !shared.caps.trust_native {
                     return Err(LoadError::NotTrusted { plugin: name });
+                }
+                // The loader would block opening a FIFO; only a regular file is handed to it
+                // (a missing one is the loader's to report).
+                if let Ok(metadata) = std::fs::metadata(&file) {
+                    crate::files::require_regular(&metadata).map_err(|source| LoadError::Wasm {
+                        plugin: name.clone(),
+                        path: file.clone(),
+                        source,
+                    })?;
                 }
                 let plugin = name.clone();
                 let (library, raw) = tokio::task::spawn_blocking(move || {

@@ -35,7 +35,9 @@ mod exec_imports;
 #[cfg(feature = "extism")]
 mod extism_rt;
 mod failures;
+mod files;
 mod grants;
+mod guard;
 mod hooks;
 mod host;
 mod http;
@@ -43,10 +45,12 @@ mod imports;
 mod invoke;
 mod kv;
 mod log;
+mod mac;
 mod manifest;
 #[cfg(feature = "native")]
 mod native;
 mod net;
+mod options;
 mod sandbox;
 mod session_search;
 mod skins;
@@ -54,6 +58,7 @@ mod state;
 mod tools;
 mod version;
 
+pub use crate::cache::PREBUILT_DIGESTS;
 pub use crate::commands::{
     CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,
     valid_command_name,
@@ -64,7 +69,7 @@ pub use crate::exec_imports::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::grants::Grants;
 pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};
-pub use crate::host::{CacheStats, HostOptions, LoadedPlugin, PluginHost, ToolInfo};
+pub use crate::host::{LoadedPlugin, PluginHost, ToolInfo};
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
 pub use crate::manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
@@ -73,6 +78,7 @@ pub use crate::manifest::{
 #[cfg(feature = "native")]
 pub use crate::native::NATIVE_ABI_VERSION;
 pub use crate::net::NetPattern;
+pub use crate::options::{CacheStats, HostOptions};
 pub use crate::session_search::{SessionHit, SessionSearch};
 pub use crate::skins::{MAX_SKIN_BYTES, PluginSkin, SKINS_DIR};
 pub use crate::tools::{PluginTools, ToolInstance};

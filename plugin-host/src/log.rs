@@ -100,13 +100,19 @@ pub(crate) struct LogFile {
 impl LogFile {
     /// Opens (creating it and its directory) `path` for appending.
     pub(crate) fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        // Owner-only (0700 / 0600) whatever the umask: logs quote tool calls.
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(parent)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
         Ok(Self {
             file: Mutex::new(file),
         })

@@ -335,10 +335,14 @@ enum ConfigValue {
 impl Manifest {
     /// Reads and validates the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+        let io = |source| ManifestError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        // A FIFO or device must not hang start-up: only a regular file is read.
+        let (bytes, _) = crate::files::read_regular(path).map_err(io)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         Self::parse(&text, path)
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-use crate::log::CapturedOutput;
+use crate::log::{CapturedOutput, LogLevel, LogSource};
 use crate::manifest::Access;
 use crate::state::PluginShared;
 
@@ -66,6 +66,35 @@ pub(crate) fn resolve_grant(
     Ok(canonical)
 }
 
+/// `access` to `host`, made read-only when `host` is (or is inside) one of
+/// the profile's protected paths or a profile home holding them: a preopen
+/// cannot leave out a subpath, and a plugin writing there on its own (not
+/// through a path in its arguments, which the tool-call check sees) would
+/// change the agent's controls unasked. A directory *holding* a home (a
+/// `$CWD` of `$HOME`) stays writable; the tool-call check covers it.
+fn confine(plugin: &PluginShared, host: &Path, access: Access) -> Access {
+    if access == Access::ReadWrite
+        && let Some(protected) = plugin
+            .exec
+            .executor
+            .policy()
+            .protected()
+            .write_protected(host)
+    {
+        plugin.log.push(
+            LogLevel::Warn,
+            LogSource::Host,
+            &format!(
+                "{} is granted read-only: it holds the profile's protected {}",
+                host.display(),
+                protected.display()
+            ),
+        );
+        return Access::ReadOnly;
+    }
+    access
+}
+
 impl Sandbox {
     /// The sandbox of `plugin` for calls running in `cwd` (canonical).
     pub(crate) fn resolve(plugin: &PluginShared, cwd: Option<&Path>) -> Result<Self, String> {
@@ -86,18 +115,19 @@ impl Sandbox {
                     )
                 })?
                 .to_owned();
+            let access = confine(plugin, &host, grant.access);
             if Some(host.as_path()) == cwd {
                 sandbox.guest_cwd = Some(guest.clone());
                 sandbox.add(Preopen {
                     host: host.clone(),
                     guest: ".".into(),
-                    access: grant.access,
+                    access,
                 });
             }
             sandbox.add(Preopen {
                 host,
                 guest,
-                access: grant.access,
+                access,
             });
         }
         Ok(sandbox)
@@ -163,5 +193,64 @@ impl Sandbox {
                 });
         }
         Ok(builder.build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use talaria_approval::{ApprovalPolicy, DenyAll, PathContext, ProtectedPaths};
+    use talaria_exec::{GatedExecutor, LocalBackend};
+
+    use super::*;
+    use crate::exec_imports::ExecServices;
+    use crate::manifest::{Capabilities, FsCapability};
+    use crate::state::HostCtx;
+
+    /// A `$CWD` read-write grant in a directory that is a profile home is
+    /// opened read-only; one holding the home stays writable.
+    #[test]
+    fn a_grant_of_a_profile_home_is_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join(".talaria");
+        std::fs::create_dir_all(&home).unwrap();
+        let caps = Capabilities {
+            filesystem: vec![FsCapability {
+                path: "$CWD".into(),
+                access: Access::ReadWrite,
+            }],
+            ..Capabilities::default()
+        };
+        let ctx = HostCtx::for_tests(caps, &root);
+        let mut shared = ctx.plugin.clone_for_tests();
+        let paths = ProtectedPaths {
+            write: vec![home.join("config.yaml")],
+            read: vec![],
+            homes: vec![home.clone()],
+        };
+        let policy = ApprovalPolicy::load(root.join("approvals.toml"))
+            .unwrap()
+            .with_protected(paths, &PathContext::default());
+        shared.exec = ExecServices::new(Arc::new(GatedExecutor::new(
+            Arc::new(LocalBackend::new()),
+            Arc::new(policy),
+            Arc::new(DenyAll),
+        )));
+        let in_home = Sandbox::resolve(&shared, Some(&home)).unwrap();
+        assert!(!in_home.preopens.is_empty());
+        assert!(
+            in_home
+                .preopens
+                .iter()
+                .all(|p| p.access == Access::ReadOnly),
+            "{:?}",
+            in_home.preopens
+        );
+        let above = Sandbox::resolve(&shared, Some(&root)).unwrap();
+        assert!(above.preopens.iter().all(|p| p.access == Access::ReadWrite));
     }
 }

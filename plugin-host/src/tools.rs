@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
 use crate::error::{CallError, HostError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
+use crate::guard::CallPaths;
 use crate::host::{Backend, LoadedInner, LoadedPlugin, Placed, names};
 use crate::invoke::{CallFor, Prepared, classify, prepare, race};
 use crate::sandbox::Sandbox;
@@ -275,7 +276,7 @@ impl PluginTools {
         session_id: &str,
         cancel: &CancellationToken,
     ) -> Result<String, CallError> {
-        let Some(&(index, _)) = self.by_name.get(tool) else {
+        let Some(&(index, tool_index)) = self.by_name.get(tool) else {
             return Err(CallError::Tool(format!("unknown tool {tool}")));
         };
         let entry = &self.entries[index];
@@ -300,6 +301,23 @@ impl PluginTools {
             cwd: sandbox.guest_cwd.clone(),
         };
         let inner = &entry.plugin.inner;
+        // The profile's control files, whatever directory the grants open.
+        let paths = CallPaths {
+            plugin: &inner.shared,
+            sandbox,
+            cwd: &self.cwd,
+            read_only: entry.plugin.tools()[tool_index].flags.read_only,
+            unconfined: unconfined(&inner.backend),
+            tool,
+            session_id,
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                return Err(CallError::Cancelled { plugin, tool: tool.to_owned() });
+            }
+            checked = paths.check(arguments) => checked.map_err(CallError::Tool)?,
+        }
         let result = match &inner.backend {
             Backend::Component => {
                 invoke_call_tool(inner, sandbox, tool, arguments, &context, cancel).await
@@ -334,6 +352,17 @@ impl PluginTools {
     /// The tools as the model sees them.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.specs.clone()
+    }
+}
+
+/// Whether `backend` runs code that WASI preopens do not confine.
+fn unconfined(backend: &Backend) -> bool {
+    match backend {
+        Backend::Component => false,
+        #[cfg(feature = "extism")]
+        Backend::Extism(_) => false,
+        #[cfg(feature = "native")]
+        Backend::Native(_) => true,
     }
 }
 

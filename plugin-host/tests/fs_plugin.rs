@@ -184,3 +184,50 @@ async fn a_read_only_grant_refuses_writes() {
     assert!(!f.tools.is_disabled("fs", "s"));
     f.ok("search_files", json!({ "pattern": "beta" })).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn special_files_and_hard_links_cannot_reach_outside() {
+    let f = fixture(false).await;
+    let outside = f.cwd.parent().unwrap().join("outside.txt");
+    std::fs::hard_link(&outside, f.cwd.join("link.txt")).unwrap();
+    let out = f
+        .ok(
+            "write_file",
+            json!({ "path": "link.txt", "content": "changed" }),
+        )
+        .await;
+    assert!(
+        out["note"].as_str().unwrap().contains("hard links"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside");
+    assert_eq!(
+        std::fs::read_to_string(f.cwd.join("link.txt")).unwrap(),
+        "changed"
+    );
+    // A single-name file is still written in place.
+    let out = f
+        .ok(
+            "write_file",
+            json!({ "path": "existing.txt", "content": "x\n" }),
+        )
+        .await;
+    assert!(out.get("note").is_none(), "{out}");
+
+    // No writer ever comes: opening the FIFO would block the plugin.
+    let status = std::process::Command::new("mkfifo")
+        .arg(f.cwd.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..4 {
+        let e = f.err("read_file", json!({ "path": "pipe" })).await;
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+    let out = f.ok("read_file", json!({ "path": "existing.txt" })).await;
+    assert_eq!(
+        out["content"],
+        json!("     1\tx"),
+        "the plugin still works: {out}"
+    );
+}

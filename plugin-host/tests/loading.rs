@@ -2,6 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
+// The cache's integrity checks, in this binary rather than one more that links wasmtime.
+#[path = "loading/integrity.rs"]
+mod integrity;
 
 use std::path::Path;
 

@@ -4,15 +4,17 @@
 
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
-use talaria_agent::grants::{GrantStore, describe, parse_grant_list};
+use talaria_agent::grants::{GrantSource, GrantStore, describe, parse_grant_list};
 use talaria_plugin_host::{Grants, Manifest};
 
 use super::Failure;
 
-/// What to record for the plugin being installed, or `None` to keep the
-/// user's existing decision.
+/// What to record for the plugin being installed from `source`, or `None` to
+/// keep the user's existing decision for that source (a decision made for the
+/// same name from another source does not count: the user is asked again).
 pub(crate) fn decide(
     store: &GrantStore,
+    source: &GrantSource,
     new: &Manifest,
     previous: Option<&Manifest>,
     flag: Option<&str>,
@@ -28,10 +30,10 @@ pub(crate) fn decide(
         .map(|m| describe(&Grants::all_requested(m)))
         .unwrap_or_default();
     let more: Vec<&String> = requested.iter().filter(|c| !earlier.contains(c)).collect();
-    if previous.is_some() && more.is_empty() && store.decided(&new.name).is_some() {
+    if previous.is_some() && more.is_empty() && store.decided(source, &new.name).is_some() {
         return Ok(None);
     }
-    let asking = if previous.is_some() && store.decided(&new.name).is_some() {
+    let asking = if previous.is_some() && store.decided(source, &new.name).is_some() {
         format!(
             "{} {} asks for more than the installed version: {}",
             new.name,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use talaria_agent::ProfileHome;
-use talaria_agent::grants::{GrantStore, describe};
+use talaria_agent::grants::{GrantStore, UserSources, describe};
 use talaria_plugin_host::{Grants, HOST_API};
 use talaria_registry::{
     ArchiveLimits, Expected, Layout, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Provenance,
@@ -200,8 +200,14 @@ fn finish(
         }
         .into());
     }
+    // Grants are bound to where the plugin comes from: the same name from another index
+    // (or with other pinned keys), or a local package replacing an index's, asks again.
+    let sources = UserSources::load(home);
+    let grant_source = sources.source_for(&prepared.locked.source);
+    let replaced_source = previous.as_ref().map(|_| sources.source_of(&name));
     let decision = decide(
         &GrantStore::load(home)?,
+        &grant_source,
         &prepared.manifest,
         previous.as_ref(),
         grant,
@@ -214,7 +220,10 @@ fn finish(
     let manifest = prepared.manifest.clone();
     prepared.commit(&lock)?;
     if let Some(grants) = &decision {
-        store.set(&manifest, grants.clone())?;
+        store.set(&grant_source, &manifest, grants.clone())?;
+    }
+    if let Some(old) = replaced_source.filter(|old| *old != grant_source) {
+        store.forget(&old, &name)?;
     }
     drop(lock);
     let from = if source == PATH_SOURCE {
@@ -233,8 +242,12 @@ fn finish(
         None => println!("installed {name} {version} from {from}"),
     }
     println!("  sha256 {sha256}");
-    let granted =
-        decision.unwrap_or_else(|| store.decided(&name).cloned().unwrap_or_else(Grants::none));
+    let granted = decision.unwrap_or_else(|| {
+        store
+            .decided(&grant_source, &name)
+            .cloned()
+            .unwrap_or_else(Grants::none)
+    });
     let granted = describe(&granted);
     println!(
         "  granted: {}",
@@ -417,8 +430,9 @@ pub(crate) async fn update(home: &ProfileHome, names: &[String], grant: Option<&
 pub(crate) fn remove(home: &ProfileHome, name: &str) -> Outcome {
     let layout = layout(home);
     let lock = layout.lock()?;
+    let source = UserSources::load(home).source_of(name);
     layout.remove(name, &lock)?;
-    GrantStore::load(home)?.forget(name)?;
+    GrantStore::load(home)?.forget(&source, name)?;
     drop(lock);
     println!("removed {name}");
     Ok(Status::Answered)

@@ -1,0 +1,93 @@
+//! Where a plugin host keeps its files, and its compile-cache counters.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::exec_imports::ExecServices;
+use crate::session_search::SessionSearch;
+
+/// Where the host keeps its files.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Compiled components (`$TALARIA_HOME/cache/plugins`); created if missing.
+    pub cache_dir: PathBuf,
+    /// The secret the compiled components' MACs are keyed with, created
+    /// (mode 0600) when the cache is first written; by default `<cache_dir>.key`
+    /// (`$TALARIA_HOME/cache/plugins.key`). Keep it out of the cache directory
+    /// and out of reach of sandboxed commands.
+    pub cache_key_file: PathBuf,
+    /// Plugin data: `<data_dir>/<plugin>` is `$PLUGIN_DATA`, and the key-value
+    /// store lives in `<data_dir>/<plugin>/kv/<profile>`.
+    pub data_dir: PathBuf,
+    /// The profile key-value stores are scoped to (`[A-Za-z0-9_-]+`).
+    pub profile: String,
+    /// A file every plugin's log lines (info and above) are appended to.
+    pub log_file: Option<PathBuf>,
+    /// Where `exec` and `process` commands go; by default local commands,
+    /// denying whatever needs approval.
+    pub exec: Option<ExecServices>,
+    /// Past sessions for plugins granted `session-search`.
+    pub sessions: Option<Arc<dyn SessionSearch>>,
+    /// Read-only directories of components compiled ahead of time by
+    /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
+    /// after `cache_dir`. Never written at run time.
+    pub prebuilt_dirs: Vec<PathBuf>,
+}
+
+impl HostOptions {
+    /// Options with the `default` profile.
+    pub fn new(cache_dir: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
+        let cache_dir: PathBuf = cache_dir.into();
+        let mut key_name = cache_dir.file_name().unwrap_or_default().to_os_string();
+        key_name.push(".key");
+        Self {
+            cache_key_file: cache_dir.with_file_name(key_name),
+            cache_dir,
+            data_dir: data_dir.into(),
+            profile: "default".into(),
+            log_file: None,
+            exec: None,
+            sessions: None,
+            prebuilt_dirs: Vec::new(),
+        }
+    }
+
+    /// The same options with the cache's MACs keyed by the secret in `path`.
+    pub fn with_cache_key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cache_key_file = path.into();
+        self
+    }
+
+    /// The same options with ahead-of-time compiled components from `dirs`.
+    pub fn with_prebuilt_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.prebuilt_dirs = dirs;
+        self
+    }
+
+    /// The same options with `session-search` answered from `sessions`.
+    pub fn with_session_search(mut self, sessions: Arc<dyn SessionSearch>) -> Self {
+        self.sessions = Some(sessions);
+        self
+    }
+
+    /// The same options with commands going to `exec`.
+    pub fn with_exec(mut self, exec: ExecServices) -> Self {
+        self.exec = Some(exec);
+        self
+    }
+
+    /// The same options with plugin logs appended to `path`.
+    pub fn with_log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.log_file = Some(path.into());
+        self
+    }
+}
+
+/// Compile-cache counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    /// Components compiled by this host.
+    pub compiled: u64,
+    /// Components deserialised from the cache by this host.
+    pub cache_hits: u64,
+}
