@@ -1,5 +1,6 @@
 //! Delegation through the real binary: three children run concurrently with
-//! their own context and tool profile, and report back to the parent.
+//! their own context and tool profile, and report back to the parent; the
+//! parent's hooks plugins see the children's tool calls too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -178,4 +179,53 @@ fn with_max_depth_two_children_delegate_once_more_and_no_further() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn a_hooks_plugins_veto_holds_in_children_at_every_depth() {
+    let home = Home::new();
+    home.write_config(
+        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\ndelegation:\n  max_depth: 2\n",
+    );
+    install_test_plugin(&home, "hooks-probe");
+    let work = home.workdir();
+    // hooks-probe vetoes calls whose arguments hold "forbidden".
+    let vetoed = |file: &str| {
+        ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": format!("echo forbidden > {file}") }).to_string(),
+        )
+    };
+    let delegate = |goal: &str| {
+        ToolCall::new(
+            "delegate_task",
+            serde_json::json!({ "goal": goal }).to_string(),
+        )
+    };
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([delegate("write the file")]),
+        Step::tool_calls([vetoed("child.txt"), delegate("write it deeper")]),
+        Step::tool_calls([vetoed("grandchild.txt")]),
+        Step::text("grandchild done"),
+        Step::text("child done"),
+        Step::text("parent done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "go", &[]));
+    assert_code(&output, 0);
+    assert_eq!(stdout(&output).trim(), "parent done");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    let blocked = "Blocked: probe: forbidden content (vetoed by plugin hooks-probe) [probe]";
+    // The grandchild's answer to its own call, then the child's.
+    assert_eq!(tool_results(&server, 3), vec![blocked.to_owned()]);
+    let child = tool_results(&server, 4);
+    assert_eq!(child[0], blocked, "{child:?}");
+    assert!(child[1].contains("grandchild done"), "{child:?}");
+    for file in ["child.txt", "grandchild.txt"] {
+        assert!(
+            !work.path().join(file).exists(),
+            "{file}: the vetoed command never ran"
+        );
+    }
 }

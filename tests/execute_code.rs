@@ -1,7 +1,10 @@
 //! `execute_code` through the real binary: a script calls the session's
 //! tools through `talaria_tools` and only its output comes back, in one
 //! model turn that the iteration budget refunds; a failing script is an
-//! error result; an interrupt kills the script.
+//! error result; an interrupt kills the script. A script follows the
+//! terminal's rules: not offered under `deny` on `local`, refused where
+//! nobody can approve it, run inside the sandbox on `bwrap`; its calls pass
+//! the plugins' hooks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -12,8 +15,9 @@ use common::*;
 use serde_json::Value;
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
+/// A run in yolo mode, where scripts need no approval.
 fn query(home: &Home, work: &std::path::Path, server: &ScriptedServer) -> Output {
-    run(home.query_in(work, server, "do it", &["--json"]))
+    run(home.query_in(work, server, "do it", &["--json", "--yolo"]))
 }
 
 fn execute_code(code: &str) -> ToolCall {
@@ -211,7 +215,7 @@ fn an_interrupt_kills_the_running_script_and_removes_its_files() {
     ]))
     .unwrap();
     let child = home
-        .query_in(work.path(), &server, "wait", &[])
+        .query_in(work.path(), &server, "wait", &["--yolo"])
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -239,4 +243,185 @@ fn an_interrupt_kills_the_running_script_and_removes_its_files() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(leftovers(&home).is_empty(), "{:?}", leftovers(&home));
+}
+
+/// The retry settings `Home::new` writes, for configs that replace them.
+const FAST_RETRIES: &str = "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n";
+
+/// A directory with a file in it, and a script that deletes it.
+fn victim() -> (tempfile::TempDir, String) {
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::create_dir(victim.path().join("precious")).unwrap();
+    std::fs::write(victim.path().join("precious/data.txt"), "keep me").unwrap();
+    let code = format!(
+        "import shutil\nshutil.rmtree({:?})\nprint('deleted')\n",
+        victim.path().join("precious").display().to_string()
+    );
+    (victim, code)
+}
+
+#[test]
+fn under_deny_on_local_execute_code_is_not_offered_and_deletes_nothing() {
+    let home = Home::new();
+    home.write_config(&format!("{FAST_RETRIES}approvals:\n  mode: deny\n"));
+    let work = home.workdir();
+    let (victim, code) = victim();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([execute_code(&code)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "do it", &[]));
+    assert_code(&output, 0);
+    let tools = server.requests()[0].tools_raw();
+    assert!(!tools.contains("\"execute_code\""), "{tools}");
+    assert!(
+        tools.contains("\"terminal\""),
+        "the terminal stays: {tools}"
+    );
+    let seen = results(&server, 1);
+    assert!(seen[0].contains("Unknown tool 'execute_code'"), "{seen:?}");
+    assert_eq!(
+        std::fs::read_to_string(victim.path().join("precious/data.txt")).unwrap(),
+        "keep me"
+    );
+}
+
+#[test]
+fn under_ask_with_nobody_to_answer_a_script_is_refused_and_never_runs() {
+    let home = Home::new();
+    // No terminal answers here; should one exist, the question times out.
+    home.write_config(&format!(
+        "{FAST_RETRIES}approvals:\n  mode: ask\n  timeout_secs: 1\n"
+    ));
+    let work = home.workdir();
+    let (victim, code) = victim();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([execute_code(&code)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "do it", &[]));
+    assert_code(&output, 0);
+    let seen = results(&server, 1);
+    assert!(seen[0].contains("the script was not run"), "{seen:?}");
+    assert!(
+        seen[0].contains("runs a Python script with your rights"),
+        "{seen:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.path().join("precious/data.txt")).unwrap(),
+        "keep me"
+    );
+}
+
+#[test]
+fn a_hardline_shape_in_a_script_is_refused_under_yolo() {
+    let home = Home::new();
+    let work = home.workdir();
+    // Only prints the command, but a script whose text holds a hardline
+    // shape is refused whatever it would do.
+    let code = "open('ran', 'w').write('x')\nprint('rm -rf /')\n";
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([execute_code(code)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = query(&home, work.path(), &server);
+    assert_code(&output, 0);
+    let seen = results(&server, 1);
+    assert!(seen[0].contains("hardline"), "{seen:?}");
+    assert!(!work.path().join("ran").exists(), "the script never ran");
+}
+
+#[test]
+fn a_plugins_veto_holds_for_calls_made_by_a_script() {
+    let home = Home::new();
+    install_test_plugin(&home, "hooks-probe");
+    let work = home.workdir();
+    // hooks-probe vetoes calls whose arguments hold "forbidden"; the script
+    // builds the word, so only its terminal call carries it.
+    let code = "from talaria_tools import terminal, ToolError\n\
+                word = 'forb' + 'idden'\n\
+                try:\n    terminal('echo ' + word + ' > vetoed.txt')\n\
+                except ToolError as e:\n    print('refused:', e)\n";
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([execute_code(code)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = query(&home, work.path(), &server);
+    assert_code(&output, 0);
+    let seen = results(&server, 1);
+    assert!(
+        seen[0].contains(
+            "refused: Blocked: probe: forbidden content (vetoed by plugin hooks-probe) [probe]"
+        ),
+        "the veto, then the post-tool transform: {seen:?}"
+    );
+    assert!(
+        !work.path().join("vetoed.txt").exists(),
+        "the vetoed command never ran"
+    );
+}
+
+/// Whether bwrap can make a sandbox on this machine.
+fn bwrap_works() -> bool {
+    let works = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--unshare-all", "--", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        eprintln!("skipped: bwrap cannot create a sandbox here");
+    }
+    works
+}
+
+#[test]
+fn under_bwrap_a_script_runs_in_the_sandbox_and_reaches_the_tools() {
+    if !bwrap_works() {
+        return;
+    }
+    // The sandbox's /tmp is private: the scratch directory (script, module,
+    // socket) lives in the profile home, so the home must be elsewhere.
+    let warm = Home::new();
+    let home = Home {
+        dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+    };
+    copy_dir(
+        &warm.path().join("cache/plugins"),
+        &home.path().join("cache/plugins"),
+    );
+    home.write_config(&format!(
+        "{FAST_RETRIES}approvals:\n  mode: deny\nterminal:\n  backend: bwrap\n"
+    ));
+    let work = home.workdir();
+    std::fs::write(work.path().join("in.txt"), "from the host\n").unwrap();
+    let outside = home.path().join("outside.txt");
+    let code = format!(
+        "from talaria_tools import read_file\n\
+         print(read_file('in.txt')['content'].split('\\t', 1)[1].strip())\n\
+         try:\n    open({outside:?}, 'w').write('escaped')\n    print('wrote outside')\n\
+         except OSError as e:\n    print('outside refused:', e.strerror)\n",
+        outside = outside.display().to_string()
+    );
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([execute_code(&code)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "do it", &[]));
+    assert_code(&output, 0);
+    assert!(
+        server.requests()[0]
+            .tools_raw()
+            .contains("\"execute_code\"")
+    );
+    let seen = results(&server, 1);
+    let result: Value = serde_json::from_str(&seen[0]).unwrap_or_else(|_| panic!("{seen:?}"));
+    assert_eq!(
+        result["output"], "from the host\noutside refused: Read-only file system\n",
+        "{result}"
+    );
+    assert!(!outside.exists());
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
-    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, LoopError, LoopState,
-    ModelProvider, ModelRoute, Ports, PromptBuilder, Section, SessionStore, Summarizer,
-    SystemClock, ToolDispatcher,
+    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, LoopError,
+    LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section, SessionStore,
+    Summarizer, SystemClock, ToolDispatcher,
 };
 
 use talaria_approval::Approver;
@@ -21,8 +21,7 @@ use talaria_providers::ProviderConfig;
 use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 
 use crate::auxiliary::Auxiliary;
-use crate::config::NetworkConfig;
-use crate::config::ToolsConfig;
+use crate::config::{ApprovalMode, NetworkConfig, ToolsConfig};
 use crate::delegate::{ChildKit, DelegateTool, MAX_DEPTH};
 use crate::exec_setup::exec_services;
 use crate::home::ProfileHome;
@@ -73,6 +72,11 @@ pub fn provider_for(
         .with_stream(settings.stream)
         .with_idle_timeout(Duration::from_secs(network.idle_timeout_secs));
     config.api_key = settings.api_key.clone();
+    let bytes = |set: Option<u64>, default: usize| {
+        set.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    };
+    config.max_reply_bytes = bytes(settings.max_reply_bytes, config.max_reply_bytes);
+    config.max_prompt_bytes = bytes(settings.max_prompt_bytes, config.max_prompt_bytes);
     talaria_providers::build(settings.provider, config).map_err(|e| BuildError(e.to_string()))
 }
 
@@ -178,7 +182,10 @@ impl Agent {
         }
         // execute_code calls back into the dispatcher, which is built below.
         let code_tools = ToolsHandle::new();
-        if ExecuteCodeTool::supports(&exec) {
+        // Scripts need the user's approval outside a sandbox or yolo mode.
+        let someone_can_approve =
+            !settings.yolo && settings.config.approvals.mode == ApprovalMode::Ask;
+        if ExecuteCodeTool::offered(&exec, someone_can_approve) {
             native.push(Arc::new(ExecuteCodeTool::new(
                 &exec,
                 cwd,
@@ -198,7 +205,13 @@ impl Agent {
         let (tools, dispatch_notices) = Dispatcher::new(sources.clone(), options.clone());
         notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
-        code_tools.set(&tools);
+        // Every tool call passes the plugins' hooks: the loop's own, a script's
+        // (through the handle) and sub-agents' (through the kit).
+        let hooks: Arc<dyn Hooks> = match plugins.hooks {
+            Some(hooks) => Arc::new(hooks),
+            None => Arc::new(NoHooks),
+        };
+        code_tools.set(&tools, hooks.clone(), settings.primary.model.clone());
         let (session_id, history) = match (&resume, &db) {
             (Some(id), Some(db)) => {
                 let resumed = db
@@ -248,9 +261,7 @@ impl Agent {
             .build();
         let mut ports = Ports::new(tools.clone(), store, Arc::new(SystemClock::new()));
         ports.summarizer = Some(summarizer.clone());
-        if let Some(hooks) = plugins.hooks {
-            ports.hooks = Arc::new(hooks);
-        }
+        ports.hooks = hooks.clone();
         let budget = settings.budget();
         let loop_config = settings.loop_config();
         let delegation = &settings.config.delegation;
@@ -267,6 +278,7 @@ impl Agent {
             budget: budget.clone(),
             config: loop_config.clone(),
             summarizer: Some(summarizer),
+            hooks,
             db: db.clone(),
             depth: 1,
             max_depth: delegation.max_depth,

@@ -4,16 +4,19 @@
 //! `child` tool profile (no delegation, clarify, memory, send_message or
 //! execute_code), a stored session whose parent is the caller's, and the
 //! caller's cancellation: interrupting the parent interrupts its children.
+//! Children's tool calls pass the session's tool hooks, as the parent's do.
 //! Tasks of one call run concurrently, at most [`MAX_CHILDREN`] at a time.
 
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use talaria_dispatch::{DispatchOptions, Dispatcher, Profile, ToolEntry, ToolFlags, ToolSource};
+use talaria_dispatch::{
+    DispatchOptions, Dispatcher, Profile, ToolEntry, ToolFlags, ToolHooks, ToolSource,
+};
 use talaria_kernel::{
-    AgentLoop, Budget, CancellationToken, Conversation, Exit, LoopConfig, ModelRoute, NoEvents,
-    Ports, PromptBuilder, Section, SessionStore, Summarizer, SystemClock, ToolContext,
+    AgentLoop, Budget, CancellationToken, Conversation, Exit, Hooks, LoopConfig, ModelRoute,
+    NoEvents, Ports, PromptBuilder, Section, SessionStore, Summarizer, SystemClock, ToolContext,
     ToolDispatcher, ToolResult, ToolSpec, ValidatedCall,
 };
 use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
@@ -51,6 +54,9 @@ pub struct ChildKit {
     pub config: LoopConfig,
     /// For compression in children.
     pub summarizer: Option<Arc<dyn Summarizer>>,
+    /// The session's hooks: children's tool calls pass their tool hooks
+    /// (a plugin's veto holds at every depth).
+    pub hooks: Arc<dyn Hooks>,
     /// Where children's sessions are kept.
     pub db: Option<Arc<SessionDb>>,
     /// The nesting level of the children this kit builds (1: the parent is the root).
@@ -169,6 +175,7 @@ impl ChildKit {
                 budget: budget.clone(),
                 config: self.config.clone(),
                 summarizer: self.summarizer.clone(),
+                hooks: self.hooks.clone(),
                 db: self.db.clone(),
                 depth: self.depth + 1,
                 max_depth: self.max_depth,
@@ -177,6 +184,7 @@ impl ChildKit {
         }
         let mut ports = Ports::new(Arc::new(dispatcher), store, Arc::new(SystemClock::new()));
         ports.summarizer = self.summarizer.clone();
+        ports.hooks = Arc::new(ToolHooks(self.hooks.clone()));
         let mut child = match AgentLoop::new(
             self.routes.clone(),
             ports,

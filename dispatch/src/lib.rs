@@ -12,9 +12,12 @@
 //! - [`SchemaMode`]: full schemas, or a compact index with `tool_schema`
 //!   handing out full schemas on demand (small first requests).
 //! - [`Dispatcher`]: the kernel's `ToolDispatcher` over all of it.
+//! - [`HookedTools`] and [`ToolHooks`]: the session's tool hooks for calls
+//!   made outside the loop's turn (scripts) and in sub-agents.
 
 mod budget;
 mod dispatcher;
+mod hooked;
 mod lazy;
 mod paths;
 mod scheduler;
@@ -23,6 +26,7 @@ mod toolsets;
 
 pub use budget::ResultBudget;
 pub use dispatcher::{DispatchOptions, Dispatcher};
+pub use hooked::{HookedTools, ToolHooks};
 pub use lazy::{AUTO_LAZY_THRESHOLD, SchemaMode, TOOL_SCHEMA};
 pub use paths::{normalize_path, overlaps};
 pub use scheduler::{MAX_WORKERS, PlannedCall, plan};

@@ -6,16 +6,35 @@
 //! cost the model one turn — and the kernel refunds a turn whose only calls
 //! are `execute_code`.
 //!
+//! The script is code that runs with the user's rights, so it follows the
+//! terminal's rules ([`ExecuteCodeTool::offered`], `GatedExecutor::approve_code`):
+//! - On a sandbox backend (`bwrap`) it runs inside the sandbox, without
+//!   asking; its scratch directory (script, module, socket) is under the
+//!   profile home, which the sandbox sees read-only (the socket still
+//!   connects), never under its private `/tmp`.
+//! - On `local` under `ask` the whole script is shown to the user, who
+//!   allows it once, for the session or always (finding `execute-code`; a
+//!   script whose text matches a rule is judged by that rule's finding, as a
+//!   command would be, so approving plain scripts does not approve those).
+//! - On `local` under `deny` the tool is not offered at all (nobody could
+//!   approve a script); under `--yolo` scripts run without asking.
+//! - The script's text is screened like a command everywhere: a hardline
+//!   shape in it refuses the script, also under `--yolo` and in a sandbox.
+//! - The script's own calls go through the session's tool hooks (a plugin's
+//!   veto holds, see [`ToolsHandle`]) and, for `terminal`, through the
+//!   approval gate like any command.
+//!
 //! Known limits:
-//! - The approval layer sees `python3 -I <runner>`, which it classifies as
-//!   safe: what the script itself does (subprocesses, file writes through
-//!   Python) is not classified. `terminal` calls made through
-//!   `talaria_tools` are, like any other. A sandboxed backend (`bwrap`) is
-//!   the recommended setting.
-//! - Calls made by the script do not pass through the kernel's `pre_tool` /
-//!   `post_tool` hooks and are not shown as tool events; the dispatcher's
-//!   result limits still apply to each of them.
+//! - Screening the text is a heuristic: what an approved (or yolo) script
+//!   does at run time (subprocesses, file writes through Python) is not
+//!   classified, only what its text shows. `bwrap` is the recommended
+//!   setting for unattended use.
+//! - Calls made by the script are not shown as tool events; the
+//!   dispatcher's result limits still apply to each of them.
 //! - The script runs on this machine: the `ssh` backend is not supported.
+//! - Under `bwrap` the profile home must not be under `/tmp` (the sandbox's
+//!   `/tmp` is private, so the script would not find its files); the tool
+//!   says so when called.
 
 mod python;
 mod rpc;
@@ -26,9 +45,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use talaria_approval::Finding;
+use talaria_dispatch::HookedTools;
 use talaria_exec::{ExecError, ExecOrigin, ExecOutput, ExecRequest, Executor, GatedExecutor};
 use talaria_kernel::agent_loop::EXECUTE_CODE_TOOL;
-use talaria_kernel::{CancellationToken, ToolContext, ToolDispatcher, ToolSpec};
+use talaria_kernel::{CancellationToken, Hooks, ToolContext, ToolDispatcher, ToolSpec};
 use talaria_plugin_host::ExecServices;
 use tokio::net::UnixListener;
 
@@ -47,6 +68,9 @@ pub const MAX_STDOUT_BYTES: usize = 40_000;
 pub const MAX_STDERR_BYTES: usize = 8_000;
 /// The environment variable naming the socket in the script's process.
 pub const SOCKET_ENV: &str = "TALARIA_TOOLS_SOCKET";
+/// The approval finding of a script ("session" and "always" approvals are
+/// remembered by it).
+pub const SCRIPT_FINDING: &str = "execute-code";
 
 /// Longest socket path the OS accepts (`sun_path` less its NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -57,9 +81,17 @@ const PYTHON: &str = "python3";
 /// built from the native tools, `execute_code` among them. Create the handle
 /// first, give a clone to [`ExecuteCodeTool::new`], and [`set`](Self::set)
 /// it as soon as the dispatcher exists. It holds a weak reference, so the
-/// dispatcher and this tool do not keep each other alive.
+/// dispatcher and this tool do not keep each other alive. Calls through it
+/// pass the session's tool hooks ([`HookedTools`]): the loop runs them only
+/// for the model's own calls.
 #[derive(Clone, Default)]
-pub struct ToolsHandle(Arc<OnceLock<Weak<dyn ToolDispatcher>>>);
+pub struct ToolsHandle(Arc<OnceLock<Connected>>);
+
+struct Connected {
+    tools: Weak<dyn ToolDispatcher>,
+    hooks: Arc<dyn Hooks>,
+    model: String,
+}
 
 impl ToolsHandle {
     /// An empty handle: calls fail until it is set.
@@ -67,16 +99,32 @@ impl ToolsHandle {
         Self::default()
     }
 
-    /// Points the handle at `dispatcher`. Only the first call counts.
-    pub fn set<D: ToolDispatcher + 'static>(&self, dispatcher: &Arc<D>) {
+    /// Points the handle at `dispatcher`, whose calls pass `hooks` (the
+    /// session's, told that `model` answers). Only the first call counts.
+    pub fn set<D: ToolDispatcher + 'static>(
+        &self,
+        dispatcher: &Arc<D>,
+        hooks: Arc<dyn Hooks>,
+        model: impl Into<String>,
+    ) {
         let weak: Weak<D> = Arc::downgrade(dispatcher);
-        let weak: Weak<dyn ToolDispatcher> = weak;
-        let _ = self.0.set(weak);
+        let tools: Weak<dyn ToolDispatcher> = weak;
+        let _ = self.0.set(Connected {
+            tools,
+            hooks,
+            model: model.into(),
+        });
     }
 
-    /// The dispatcher, while it is alive.
+    /// The dispatcher behind the hooks, while it is alive.
     fn get(&self) -> Option<Arc<dyn ToolDispatcher>> {
-        self.0.get().and_then(Weak::upgrade)
+        let connected = self.0.get()?;
+        let tools = connected.tools.upgrade()?;
+        Some(Arc::new(HookedTools::new(
+            tools,
+            connected.hooks.clone(),
+            connected.model.clone(),
+        )))
     }
 }
 
@@ -150,6 +198,15 @@ impl ExecuteCodeTool {
         exec.executor.backend().name() != "ssh"
     }
 
+    /// Whether the model is offered the tool: the backend supports it, and a
+    /// script could ever run — in a sandbox, in yolo mode, or when
+    /// `someone_can_approve` (approvals are asked, not denied). A tool that
+    /// can only be refused is left out of the model's list.
+    pub fn offered(exec: &ExecServices, someone_can_approve: bool) -> bool {
+        Self::supports(exec)
+            && (exec.executor.sandboxed() || exec.executor.policy().yolo() || someone_can_approve)
+    }
+
     async fn run(&self, code: &str, context: &ToolContext) -> Result<Value, String> {
         if self.executor.backend().name() == "ssh" {
             return Err(
@@ -168,6 +225,17 @@ impl ExecuteCodeTool {
         let tools = self.tools.get().ok_or(
             "execute_code is not ready: the session's tools are not connected yet; try again",
         )?;
+        let origin = ExecOrigin::new("core", EXECUTE_CODE_TOOL, context.session_id.clone())
+            .with_workspace(self.cwd.clone());
+        // The runner's command line (`python3 -I …`) says nothing: the script
+        // itself is what the user judges.
+        self.executor
+            .approve_code(code, &origin, script_finding())
+            .await
+            .map_err(|error| match error {
+                ExecError::Denied(message) => format!("the script was not run: {message}"),
+                other => format!("the script was not run: {other}"),
+            })?;
         let scratch = self.scratch_dir()?;
         let dir = scratch.path();
         let socket = dir.join("tools.sock");
@@ -209,7 +277,6 @@ impl ExecuteCodeTool {
             .max_stdout_bytes
             .max(self.limits.max_stderr_bytes)
             + 1;
-        let origin = ExecOrigin::new("core", EXECUTE_CODE_TOOL, context.session_id.clone());
 
         let started = Instant::now();
         let run = self.executor.execute(request, &origin, &cancel);
@@ -295,6 +362,14 @@ impl ExecuteCodeTool {
                 Err(result.to_string())
             }
         }
+    }
+}
+
+/// What the user judges when asked about a script that matches no rule.
+fn script_finding() -> Finding {
+    Finding {
+        id: SCRIPT_FINDING.to_owned(),
+        description: "runs a Python script with your rights".to_owned(),
     }
 }
 

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use talaria_approval::{ApprovalPolicy, DenyAll};
-use talaria_exec::{BwrapBackend, GatedExecutor};
-use talaria_kernel::{ToolResult, ValidatedCall};
+use talaria_approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, DenyAll};
+use talaria_exec::{BwrapBackend, GatedExecutor, LocalBackend};
+use talaria_kernel::{HookSession, HookVerdict, NoHooks, ToolResult, ValidatedCall};
 
 use super::*;
 
@@ -85,10 +85,19 @@ struct Setup {
 }
 
 fn setup_with(exec: ExecServices, scratch: tempfile::TempDir, state: tempfile::TempDir) -> Setup {
+    setup_hooked(exec, scratch, state, Arc::new(NoHooks))
+}
+
+fn setup_hooked(
+    exec: ExecServices,
+    scratch: tempfile::TempDir,
+    state: tempfile::TempDir,
+    hooks: Arc<dyn Hooks>,
+) -> Setup {
     let work = tempfile::tempdir().unwrap();
     let fake = Arc::new(FakeTools::default());
     let handle = ToolsHandle::new();
-    handle.set(&fake);
+    handle.set(&fake, hooks, "test-model");
     let tool = ExecuteCodeTool::new(&exec, work.path(), scratch.path().join("tmp"), handle);
     Setup {
         tool,
@@ -99,9 +108,22 @@ fn setup_with(exec: ExecServices, scratch: tempfile::TempDir, state: tempfile::T
     }
 }
 
+/// Services on the local backend with `approver`, in yolo mode or not.
+fn local(state: &tempfile::TempDir, yolo: bool, approver: Arc<dyn Approver>) -> ExecServices {
+    let policy = ApprovalPolicy::load(state.path().join("approvals.toml"))
+        .unwrap()
+        .with_yolo(yolo);
+    ExecServices::new(Arc::new(GatedExecutor::new(
+        Arc::new(LocalBackend::new()),
+        Arc::new(policy),
+        approver,
+    )))
+}
+
+/// A local setup in yolo mode (scripts run without asking).
 fn setup() -> Setup {
     let state = tempfile::tempdir().unwrap();
-    let exec = ExecServices::deny_all(&state.path().join("approvals.toml")).unwrap();
+    let exec = local(&state, true, Arc::new(DenyAll));
     setup_with(exec, tempfile::tempdir().unwrap(), state)
 }
 
@@ -298,7 +320,7 @@ async fn unusable_setups_are_clear_errors() {
 
     // A dispatcher that is gone is the same as none.
     let handle = ToolsHandle::new();
-    handle.set(&Arc::new(FakeTools::default()));
+    handle.set(&Arc::new(FakeTools::default()), Arc::new(NoHooks), "m");
     let gone = ExecuteCodeTool::new(&exec, "/", state.path(), handle);
     let err = gone
         .call(&json!({"code": "print(1)"}), &context())
@@ -307,7 +329,7 @@ async fn unusable_setups_are_clear_errors() {
     assert!(err.contains("not ready"), "{err}");
 
     let mut missing = setup_with(
-        ExecServices::deny_all(&state.path().join("approvals.toml")).unwrap(),
+        local(&state, true, Arc::new(DenyAll)),
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
     );
@@ -429,4 +451,166 @@ fn the_spec_names_the_functions_and_the_limits() {
         assert!(spec.description.contains(needle), "{needle}");
     }
     assert_eq!(setup.tool.toolset(), "code_execution");
+}
+
+/// Answers every question with `answer` and records it.
+struct Recording {
+    answer: Decision,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Recording {
+    fn new(answer: Decision) -> Arc<Self> {
+        Arc::new(Self {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl Approver for Recording {
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        self.asked.lock().unwrap().push(request.clone());
+        self.answer
+    }
+}
+
+/// A script that leaves a file `ran` in the working directory.
+const LEAVES_A_MARK: &str = "open('ran', 'w').write('x')\nprint('ran')\n";
+
+#[tokio::test]
+async fn on_local_a_script_needs_approval_and_a_refused_one_never_runs() {
+    if !have_python() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let denying = Recording::new(Decision::Deny);
+    let setup = setup_with(
+        local(&state, false, denying.clone()),
+        tempfile::tempdir().unwrap(),
+        state,
+    );
+    let err = run(&setup, LEAVES_A_MARK).await.unwrap_err();
+    let err = err.as_str().unwrap();
+    assert!(err.contains("the script was not run"), "{err}");
+    assert!(!setup.work.path().join("ran").exists(), "it never ran");
+    let asked = denying.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].command, LEAVES_A_MARK, "the whole script is shown");
+    assert_eq!(asked[0].tool, "execute_code");
+    assert_eq!(asked[0].finding.id, SCRIPT_FINDING);
+    assert!(
+        asked[0].finding.description.contains("with your rights"),
+        "{:?}",
+        asked[0].finding
+    );
+    assert!(leftovers(&setup).is_empty());
+}
+
+#[tokio::test]
+async fn a_session_approval_covers_plain_scripts_not_dangerous_ones() {
+    if !have_python() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let approving = Recording::new(Decision::Session);
+    let setup = setup_with(
+        local(&state, false, approving.clone()),
+        tempfile::tempdir().unwrap(),
+        state,
+    );
+    assert_eq!(run(&setup, LEAVES_A_MARK).await.unwrap()["output"], "ran\n");
+    assert_eq!(run(&setup, "print(2)\n").await.unwrap()["output"], "2\n");
+    assert_eq!(approving.asked.lock().unwrap().len(), 1, "asked once");
+    // A dangerous shape in the text is its own finding: asked again.
+    let dangerous = "import os\n# os.system('rm -rf build')\nprint(3)\n";
+    assert_eq!(run(&setup, dangerous).await.unwrap()["output"], "3\n");
+    let asked = approving.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_ne!(
+        asked[1].finding.id, SCRIPT_FINDING,
+        "{:?}",
+        asked[1].finding
+    );
+}
+
+#[tokio::test]
+async fn a_hardline_shape_in_a_script_is_refused_even_in_yolo_mode() {
+    if !have_python() {
+        return;
+    }
+    let setup = setup();
+    let code = format!("{LEAVES_A_MARK}print('rm -rf /')\n");
+    let err = run(&setup, &code).await.unwrap_err();
+    let err = err.as_str().unwrap();
+    assert!(err.contains("hardline"), "{err}");
+    assert!(!setup.work.path().join("ran").exists(), "it never ran");
+}
+
+#[test]
+fn the_tool_is_offered_only_where_a_script_could_run() {
+    let state = tempfile::tempdir().unwrap();
+    let deny = local(&state, false, Arc::new(DenyAll));
+    assert!(!ExecuteCodeTool::offered(&deny, false), "deny on local");
+    assert!(ExecuteCodeTool::offered(&deny, true), "ask on local");
+    let yolo = local(&state, true, Arc::new(DenyAll));
+    assert!(ExecuteCodeTool::offered(&yolo, false), "yolo on local");
+}
+
+/// Vetoes `write_file`; tags every result.
+struct Veto;
+
+#[async_trait]
+impl Hooks for Veto {
+    async fn pre_tool(&self, _session: HookSession<'_>, call: &ValidatedCall) -> HookVerdict {
+        if call.call.name == "write_file" {
+            HookVerdict::Block("no writes".into())
+        } else {
+            HookVerdict::Continue
+        }
+    }
+
+    async fn post_tool(
+        &self,
+        session: HookSession<'_>,
+        _call: &talaria_kernel::ToolCall,
+        result: &mut ToolResult,
+    ) {
+        if !result.is_error {
+            result.content = json!({"content": format!("tagged by {}", session.model)}).to_string();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_scripts_calls_pass_the_sessions_hooks() {
+    if !have_python() {
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let exec = local(&state, true, Arc::new(DenyAll));
+    let setup = setup_hooked(exec, tempfile::tempdir().unwrap(), state, Arc::new(Veto));
+    setup
+        .fake
+        .files
+        .lock()
+        .unwrap()
+        .insert("in.txt".into(), "plain".into());
+    let code = r#"import talaria_tools as t
+try:
+    t.write_file('out.txt', 'x')
+except t.ToolError as e:
+    print('refused:', e)
+print(t.read_file('in.txt')['content'])
+"#;
+    let result = run(&setup, code).await.unwrap();
+    assert_eq!(
+        result["output"], "refused: Blocked: no writes\ntagged by test-model\n",
+        "{result}"
+    );
+    assert!(
+        !setup.fake.files.lock().unwrap().contains_key("out.txt"),
+        "the vetoed call never reached the tools"
+    );
 }
