@@ -36,6 +36,12 @@ pub struct ModelConfig {
     /// The model's context window in tokens (default: known per model family).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u32>,
+    /// Largest reply read from the endpoint, in bytes (default 16 MiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
+    /// Largest request sent to the endpoint, in bytes (default 32 MiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_prompt_bytes: Option<u64>,
 }
 
 /// Limits of one conversation run.

@@ -7,6 +7,7 @@ use serde_yaml_ng::{Mapping, Value};
 
 use crate::config::{ConfigError, ConfigFile};
 use crate::env::EnvLayer;
+use crate::home_modes;
 
 /// A config command that cannot be done.
 #[derive(Debug, thiserror::Error)]
@@ -94,27 +95,45 @@ pub fn effective(config: &ConfigFile) -> Result<Value, ConfigEditError> {
     Ok(value)
 }
 
-/// Replaces every `api_key` value by a mask keeping its last 4 characters.
+/// Whether a setting (`model.api_key`, `x.auth_token`, …) holds a secret: its
+/// last part has a word `key`, `token`, `secret`, `password` or the like
+/// (`max_tokens` does not).
+pub fn is_secret_key(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    last.split(['_', '-']).any(|word| {
+        matches!(
+            word,
+            "key" | "apikey" | "token" | "secret" | "password" | "passwd" | "passphrase"
+        )
+    })
+}
+
+/// A secret as it may be shown: its last 4 characters when it is long enough
+/// for them to give nothing away, else nothing.
+pub fn mask_secret(secret: &str) -> String {
+    if secret.chars().count() <= 8 {
+        return "…".into();
+    }
+    let tail: String = secret
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("…{tail}")
+}
+
+/// Replaces every secret's value (see [`is_secret_key`]) by its mask.
 fn mask_keys(value: &mut Value) {
     match value {
         Value::Mapping(map) => {
             for (key, item) in map.iter_mut() {
-                if key.as_str() == Some("api_key")
+                if key.as_str().is_some_and(is_secret_key)
                     && let Value::String(secret) = item
                 {
-                    let tail: String = secret
-                        .chars()
-                        .rev()
-                        .take(4)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect();
-                    *item = Value::String(if secret.chars().count() > 8 {
-                        format!("…{tail}")
-                    } else {
-                        "…".into()
-                    });
+                    *item = Value::String(mask_secret(secret));
                 } else {
                     mask_keys(item);
                 }
@@ -249,14 +268,15 @@ pub fn set(path: &Path, key: &str, raw: &str, env: &EnvLayer) -> Result<(), Conf
         serde_yaml_ng::to_string(&document).map_err(|e| ConfigEditError::Yaml(e.to_string()))?;
     // Validation names the key when the value has the wrong type or the key is unknown.
     ConfigFile::parse(&updated, path, env)?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        home_modes::create_private_dir(parent).map_err(io)?;
     }
+    // The file and its backup may hold keys: private whatever the umask.
     if text.lines().any(|l| l.trim_start().starts_with('#')) {
-        std::fs::write(path.with_extension("yaml.bak"), &text).map_err(io)?;
+        home_modes::write_private(&path.with_extension("yaml.bak"), &text).map_err(io)?;
     }
     let temp = path.with_extension("yaml.tmp");
-    std::fs::write(&temp, updated).map_err(io)?;
+    home_modes::write_private(&temp, updated).map_err(io)?;
     std::fs::rename(&temp, path).map_err(io)
 }
 
@@ -304,6 +324,39 @@ mod tests {
             err.contains("no setting 'model.nmae'") && err.contains("name"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn secrets_are_recognised_by_name_and_masked() {
+        for secret in [
+            "model.api_key",
+            "x.auth_token",
+            "client_secret",
+            "db.password",
+            "apikey",
+        ] {
+            assert!(is_secret_key(secret), "{secret}");
+        }
+        for plain in ["model.max_tokens", "model.name", "keyboard", "tokens"] {
+            assert!(!is_secret_key(plain), "{plain}");
+        }
+        assert_eq!(mask_secret("sk-abcdefghijklmnop"), "…mnop");
+        assert_eq!(mask_secret("short"), "…");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn set_writes_the_file_and_its_backup_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "# mine\nmodel:\n  name: m\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        set(&path, "model.api_key", "sk-secret-value", &env()).unwrap();
+        for file in [path.clone(), path.with_extension("yaml.bak")] {
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", file.display());
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod exec_setup;
 pub mod grants;
 pub mod hermes_import;
 pub mod home;
+pub mod home_modes;
 pub mod knowledge;
 pub mod plugins;
 pub mod profiles;

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::home::{HOME_ENV, HomeError, ProfileHome};
+use crate::home_modes;
 
 /// The profile that is the root itself.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -183,7 +184,7 @@ impl Profiles {
         if name == DEFAULT_PROFILE || dir.exists() {
             return Err(ProfileError::Exists(name.to_owned()));
         }
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        home_modes::create_private_dir(&dir).map_err(io(&dir))?;
         if let Some(source) = clone_from {
             for entry in CLONED {
                 let from = source.root().join(entry);
@@ -199,9 +200,9 @@ impl Profiles {
     pub fn set_active(&self, name: &str) -> Result<(), ProfileError> {
         self.home(Some(name))?;
         let file = self.active_file();
-        std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
+        home_modes::create_private_dir(&self.root).map_err(io(&self.root))?;
         let temp = file.with_extension("tmp");
-        std::fs::write(&temp, format!("{name}\n")).map_err(io(&temp))?;
+        home_modes::write_private(&temp, format!("{name}\n")).map_err(io(&temp))?;
         std::fs::rename(&temp, &file).map_err(io(&file))
     }
 
@@ -244,14 +245,17 @@ fn check_name(name: &str) -> Result<(), ProfileError> {
 
 fn copy_recursively(from: &Path, to: &Path) -> Result<(), ProfileError> {
     if from.is_dir() {
-        std::fs::create_dir_all(to).map_err(io(to))?;
+        home_modes::create_private_dir(to).map_err(io(to))?;
         for entry in std::fs::read_dir(from).map_err(io(from))? {
             let entry = entry.map_err(io(from))?;
             copy_recursively(&entry.path(), &to.join(entry.file_name()))?;
         }
         Ok(())
     } else {
-        std::fs::copy(from, to).map(|_| ()).map_err(io(from))
+        // A copy keeps the source's mode; the clone is private whatever that was.
+        std::fs::copy(from, to).map_err(io(from))?;
+        let meta = std::fs::metadata(to).map_err(io(to))?;
+        home_modes::tighten(to, &meta).map(|_| ()).map_err(io(to))
     }
 }
 

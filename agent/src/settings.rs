@@ -39,6 +39,10 @@ pub struct ModelSettings {
     pub max_tokens: Option<u32>,
     /// Prices per million tokens.
     pub pricing: Pricing,
+    /// `model.max_reply_bytes` (the provider's default when unset).
+    pub max_reply_bytes: Option<u64>,
+    /// `model.max_prompt_bytes` (the provider's default when unset).
+    pub max_prompt_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for ModelSettings {
@@ -166,6 +170,8 @@ impl Settings {
             stream: file.stream.unwrap_or(true),
             max_tokens: file.max_tokens,
             pricing: file.pricing.unwrap_or_default(),
+            max_reply_bytes: file.max_reply_bytes,
+            max_prompt_bytes: file.max_prompt_bytes,
         };
         let fallbacks = config
             .fallback
@@ -282,6 +288,8 @@ fn derived(
         stream: entry.stream.unwrap_or(primary.stream),
         max_tokens: entry.max_tokens.or(primary.max_tokens),
         pricing: entry.pricing.unwrap_or(primary.pricing),
+        max_reply_bytes: entry.max_reply_bytes.or(primary.max_reply_bytes),
+        max_prompt_bytes: entry.max_prompt_bytes.or(primary.max_prompt_bytes),
     })
 }
 

@@ -1,6 +1,6 @@
 //! `talaria config show|get|set|path`.
 
-use talaria_agent::config_edit::{effective, get, set, to_text};
+use talaria_agent::config_edit::{effective, get, is_secret_key, mask_secret, set, to_text};
 use talaria_agent::{EnvLayer, ProfileHome};
 
 use crate::args::ConfigCommand;
@@ -42,7 +42,13 @@ pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
             };
             match set(&home.config_file(), &key, &value, &env) {
                 Ok(()) => {
-                    println!("{key} = {value} (applies to the next session)");
+                    // Never echo a key: terminals scroll back and get shared.
+                    let shown = if is_secret_key(&key) {
+                        mask_secret(&value)
+                    } else {
+                        value
+                    };
+                    println!("{key} = {shown} (applies to the next session)");
                     Status::Answered
                 }
                 Err(error) => usage_error(&error.to_string()),

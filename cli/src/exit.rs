@@ -67,6 +67,8 @@ pub fn explain(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -
         ModelError::ContextOverflow { message } => {
             format!("the conversation no longer fits the context window of '{model}': {message}")
         }
+        // Not retried: the same request would meet the same cap.
+        ModelError::TooLarge { message } => format!("model '{model}': {message}"),
         other => format!("model '{model}' failed after retries: {other}"),
     }
 }

@@ -50,6 +50,19 @@ fn runtime_builder(cli: &Cli) -> tokio::runtime::Builder {
 
 /// Parses arguments, runs the command and returns the process exit code.
 pub fn main() -> ExitCode {
+    // Before anything else: the commands this process runs must not read its
+    // initial environment block (provider keys) through /proc.
+    if let Err(error) = talaria_exec::protect_agent_process() {
+        eprintln!("warning: {error}");
+    }
+    let mut raw = std::env::args_os();
+    if raw.nth(1).as_deref() == Some(talaria_exec::SUPERVISE_ARG.as_ref()) {
+        return talaria_exec::supervise_main(raw.collect());
+    }
+    // Local commands start through `talaria __supervise`, so they die with us.
+    if let Ok(exe) = std::env::current_exe() {
+        talaria_exec::enable_supervisor(exe);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -79,6 +92,10 @@ pub fn main() -> ExitCode {
             return Status::Usage.into();
         }
     };
+    // Created private, or made private again (keys, transcripts, logs).
+    if let Some(notice) = talaria_agent::home_modes::repair(home.root()).notice(home.root()) {
+        eprintln!("{notice}");
+    }
     let runtime = match runtime_builder(&cli).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -156,6 +156,8 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         stream: current.stream.unwrap_or(true),
         max_tokens: None,
         pricing: current.pricing.unwrap_or_default(),
+        max_reply_bytes: current.max_reply_bytes,
+        max_prompt_bytes: current.max_prompt_bytes,
     };
     if !args.no_check {
         eprintln!("Checking {model} at {base_url} …");

@@ -92,7 +92,7 @@ impl ResultBudget {
 fn spill(result: &mut ToolResult, dir: &Path, preview: Preview) {
     let full = std::mem::take(&mut result.content);
     let path = dir.join(format!("{}.txt", file_name(&result.call_id)));
-    let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &full));
+    let saved = save_private(dir, &path, &full);
     let lines = full.lines().count();
     let head = head(&full, preview.head_bytes, preview.head_lines);
     let tail = tail(&full[head.len()..], preview.tail_bytes, preview.tail_lines);
@@ -113,6 +113,23 @@ fn spill(result: &mut ToolResult, dir: &Path, preview: Preview) {
         ),
     };
     result.content = format!("{head}\n{note}\n{tail}");
+}
+
+/// Writes a spilled output readable by its owner only (0600 in a 0700
+/// directory, whatever the umask): tool output is as private as the transcript.
+fn save_private(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    }
+    builder.create(dir)?;
+    options.open(path)?.write_all(text.as_bytes())
 }
 
 /// A file name made only of safe characters.

@@ -23,7 +23,7 @@ use crate::ports::{
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
 use crate::scrub::{StreamScrubber, scrub};
-use crate::validate::validate_call;
+use crate::validate::{dedupe_call_ids, validate_call};
 
 /// Result text given to every tool call that was cut short by an interrupt.
 pub const INTERRUPTED_RESULT: &str = "interrupted by user: the call did not complete";
@@ -629,8 +629,13 @@ impl AgentLoop {
             self.state.grace = Grace::Used(exhausted);
         }
         let ModelResponse {
-            message, finish, ..
+            mut message,
+            finish,
+            ..
         } = response;
+        // Renamed before the reply is stored, so the stored calls and their
+        // results agree on the ids sent back to the model.
+        dedupe_call_ids(&mut message.tool_calls);
         if !message.tool_calls.is_empty() {
             self.state.outstanding = message.tool_calls.clone();
             self.persist(conversation, message, Some(&charge), events)

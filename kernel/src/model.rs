@@ -200,6 +200,13 @@ pub enum ModelError {
         /// What was wrong.
         message: String,
     },
+    /// The prompt or the reply is over a configured size cap: never retried,
+    /// since the same request would hit the same cap.
+    #[error("too large: {message}")]
+    TooLarge {
+        /// Which cap, and the setting that raises it.
+        message: String,
+    },
     /// The call was interrupted by the user.
     #[error("interrupted")]
     Cancelled,

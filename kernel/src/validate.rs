@@ -4,6 +4,42 @@
 use crate::message::{ToolCall, ToolSpec};
 use crate::ports::ValidatedCall;
 
+/// Gives every call of one reply its own id: a repeated (or empty) id becomes
+/// `id-2`, `id-3`, … (`call-1`, … for empty ones), so each call is paired with
+/// exactly one result. Models do repeat ids; without this both calls ran but
+/// only one result reached the conversation. Returns whether anything changed.
+pub fn dedupe_call_ids(calls: &mut [ToolCall]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut changed = false;
+    for i in 0..calls.len() {
+        let Some(call) = calls.get(i) else { break };
+        if !call.id.is_empty() && seen.insert(call.id.clone()) {
+            continue;
+        }
+        let base = if call.id.is_empty() {
+            "call"
+        } else {
+            call.id.as_str()
+        };
+        // Later calls' original ids are taken too, so a rename never collides with one.
+        let taken = |id: &str| seen.contains(id) || calls.iter().any(|c| c.id == id);
+        let mut n = if call.id.is_empty() { 1 } else { 2 };
+        let id = loop {
+            let candidate = format!("{base}-{n}");
+            if !taken(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        seen.insert(id.clone());
+        if let Some(call) = calls.get_mut(i) {
+            call.id = id;
+        }
+        changed = true;
+    }
+    changed
+}
+
 /// Validates one call against the session's tool list. `Err` holds the text of
 /// the error result to send back to the model.
 pub fn validate_call(call: &ToolCall, tools: &[ToolSpec]) -> Result<ValidatedCall, String> {
@@ -83,6 +119,39 @@ mod tests {
             description: "read".into(),
             parameters: json!({"type": "object", "required": ["path"]}),
         }]
+    }
+
+    fn with_ids(ids: &[&str]) -> Vec<ToolCall> {
+        ids.iter()
+            .map(|id| ToolCall {
+                id: (*id).into(),
+                ..call("read_file", "{}")
+            })
+            .collect()
+    }
+
+    fn ids(calls: &[ToolCall]) -> Vec<&str> {
+        calls.iter().map(|c| c.id.as_str()).collect()
+    }
+
+    #[test]
+    fn repeated_and_empty_call_ids_are_renamed_uniquely() {
+        let mut calls = with_ids(&["a", "b"]);
+        assert!(!dedupe_call_ids(&mut calls), "distinct ids stay");
+        assert_eq!(ids(&calls), ["a", "b"]);
+
+        let mut calls = with_ids(&["a", "a", "a", "b"]);
+        assert!(dedupe_call_ids(&mut calls));
+        assert_eq!(ids(&calls), ["a", "a-2", "a-3", "b"]);
+
+        // A rename never takes an id a later call already has.
+        let mut calls = with_ids(&["a", "a", "a-2"]);
+        dedupe_call_ids(&mut calls);
+        assert_eq!(ids(&calls), ["a", "a-3", "a-2"]);
+
+        let mut calls = with_ids(&["", "", "call-1"]);
+        dedupe_call_ids(&mut calls);
+        assert_eq!(ids(&calls), ["call-2", "call-3", "call-1"]);
     }
 
     fn call(name: &str, arguments: &str) -> ToolCall {

@@ -512,3 +512,36 @@ async fn echoed_memory_context_never_reaches_the_user() {
         "the history keeps what the model said"
     );
 }
+
+#[tokio::test]
+async fn repeated_call_ids_are_renamed_so_every_call_gets_one_result() {
+    let Reply::Ok(mut reply) =
+        calls(&[("echo", r#"{"text":"one"}"#), ("echo", r#"{"text":"two"}"#)])
+    else {
+        unreachable!("calls() builds a reply")
+    };
+    for call in &mut reply.message.tool_calls {
+        call.id = "dup".into();
+    }
+    let model = ScriptedModel::new(vec![Reply::Ok(reply), text("done")]);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    assert_eq!(rig.run("twice").await.unwrap(), Exit::Final("done".into()));
+
+    let requests = model.requests();
+    let sent = &requests[1].messages;
+    assert_paired(sent);
+    let call_ids: Vec<&str> = sent
+        .iter()
+        .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+        .collect();
+    assert_eq!(
+        call_ids,
+        ["dup", "dup-2"],
+        "the stored calls carry the new ids"
+    );
+    let results: Vec<(&str, &str)> = sent
+        .iter()
+        .filter_map(|m| Some((m.tool_call_id.as_deref()?, m.content.as_str())))
+        .collect();
+    assert_eq!(results, [("dup", "\"one\""), ("dup-2", "\"two\"")]);
+}

@@ -26,11 +26,22 @@ pub struct ProviderConfig {
     /// Output cap used when a request sets none (Anthropic requires one and
     /// falls back to 8192; OpenAI omits `max_tokens` when this is `None`).
     pub default_max_tokens: Option<u32>,
+    /// Largest reply body read, streamed or not (`model.max_reply_bytes`): a
+    /// runaway or hostile endpoint cannot fill memory.
+    pub max_reply_bytes: usize,
+    /// Largest request body sent (`model.max_prompt_bytes`), checked before sending.
+    pub max_prompt_bytes: usize,
 }
 
 impl ProviderConfig {
     /// Default idle timeout: generous, since reasoning models can think silently.
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+    /// Default reply cap: 16 MiB, far above any real reply.
+    pub const DEFAULT_MAX_REPLY_BYTES: usize = 16 << 20;
+    /// Default prompt cap: 32 MiB, the largest request hosted APIs accept
+    /// (Anthropic's limit); a million tokens of text is about 4 MiB, so only
+    /// runaway content (many images, a huge paste) comes near it.
+    pub const DEFAULT_MAX_PROMPT_BYTES: usize = 32 << 20;
 
     /// A streaming configuration for `base_url` with no key and default timeouts.
     pub fn new(base_url: impl Into<String>) -> Self {
@@ -42,6 +53,8 @@ impl ProviderConfig {
             headers: Vec::new(),
             bearer_auth: false,
             default_max_tokens: None,
+            max_reply_bytes: Self::DEFAULT_MAX_REPLY_BYTES,
+            max_prompt_bytes: Self::DEFAULT_MAX_PROMPT_BYTES,
         }
     }
 
@@ -60,6 +73,18 @@ impl ProviderConfig {
     /// Sets the idle timeout.
     pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the reply size cap.
+    pub fn with_max_reply_bytes(mut self, bytes: usize) -> Self {
+        self.max_reply_bytes = bytes;
+        self
+    }
+
+    /// Sets the prompt size cap.
+    pub fn with_max_prompt_bytes(mut self, bytes: usize) -> Self {
+        self.max_prompt_bytes = bytes;
         self
     }
 
@@ -87,6 +112,8 @@ impl fmt::Debug for ProviderConfig {
             )
             .field("bearer_auth", &self.bearer_auth)
             .field("default_max_tokens", &self.default_max_tokens)
+            .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("max_prompt_bytes", &self.max_prompt_bytes)
             .finish()
     }
 }

@@ -2,10 +2,11 @@
 //! POST that runs one exchange through a wire format's decoder.
 
 use reqwest::Url;
-use reqwest::header::HeaderMap;
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use talaria_kernel::{CancellationToken, ModelError, ModelResponse};
 
 use crate::config::{ConfigError, ProviderConfig, endpoint_url, header_map};
+use crate::errors;
 use crate::http::{Decoder, Exchange};
 
 /// A validated endpoint, ready to send requests.
@@ -58,12 +59,27 @@ impl Endpoint {
             provider,
             idle: self.config.idle_timeout,
             cancel,
+            max_reply: self.config.max_reply_bytes,
         };
+        let body = serde_json::to_vec(body)
+            .map_err(|e| errors::malformed(format!("cannot encode the request: {e}")))?;
+        let limit = self.config.max_prompt_bytes;
+        if body.len() > limit {
+            return Err(ModelError::TooLarge {
+                message: format!(
+                    "the request to {provider} is {} bytes, over model.max_prompt_bytes ({limit} \
+                     bytes); not sent. Compress the conversation (/compress), start a new \
+                     session, or raise model.max_prompt_bytes",
+                    body.len()
+                ),
+            });
+        }
         let request = self
             .client
             .post(self.url.clone())
             .headers(self.headers.clone())
-            .json(body);
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
         exchange.run(request, self.config.stream, decoder).await
     }
 }

@@ -18,8 +18,6 @@ use crate::sse::{SseEvent, SseParser};
 /// Time allowed to establish a connection (TCP + TLS).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Largest non-streamed response body accepted.
-const MAX_BODY_BYTES: usize = 64 << 20;
 /// Largest error body read for classification.
 const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
 /// How long, and how much, the rest of a finished stream is read in the background.
@@ -62,6 +60,8 @@ pub(crate) struct Exchange<'a> {
     pub idle: Duration,
     /// Fires when the user interrupts.
     pub cancel: &'a CancellationToken,
+    /// Largest successful reply body read (`model.max_reply_bytes`).
+    pub max_reply: usize,
 }
 
 impl Exchange<'_> {
@@ -110,6 +110,16 @@ impl Exchange<'_> {
             biased;
             () = self.cancel.cancelled() => Err(ModelError::Cancelled),
             result = tokio::time::timeout(self.idle, future) => result.map_err(|_| self.idle_error()),
+        }
+    }
+
+    fn too_large(&self) -> ModelError {
+        ModelError::TooLarge {
+            message: format!(
+                "the reply from {} exceeds model.max_reply_bytes ({} bytes); reading stopped. \
+                 Raise model.max_reply_bytes if such replies are expected",
+                self.provider, self.max_reply
+            ),
         }
     }
 
@@ -221,8 +231,9 @@ impl<'a> Body<'a> {
         let mut out = Vec::new();
         loop {
             match self.next().await? {
+                // Only a reply's reading reports the error (error bodies are cut short quietly).
                 Chunk::Data(bytes) if out.len() + bytes.len() > limit => {
-                    return Err(malformed(format!("response body exceeds {limit} bytes")));
+                    return Err(self.exchange.too_large());
                 }
                 Chunk::Data(bytes) => out.extend_from_slice(&bytes),
                 Chunk::End => return Ok(out),
@@ -235,7 +246,7 @@ impl<'a> Body<'a> {
 
     /// Reads a whole JSON response body.
     pub async fn read_json(&mut self) -> Result<serde_json::Value, ModelError> {
-        let bytes = self.read_to_end(MAX_BODY_BYTES).await?;
+        let bytes = self.read_to_end(self.exchange.max_reply).await?;
         serde_json::from_slice(&bytes).map_err(|e| malformed(format!("invalid JSON response: {e}")))
     }
 
@@ -267,9 +278,16 @@ impl<'a> Body<'a> {
     /// the body, or an error.
     pub async fn read_sse(&mut self, handler: &mut impl Decoder) -> Result<(), ModelError> {
         let mut parser = SseParser::new();
+        let mut read = 0usize;
         loop {
             let (events, ended) = match self.next().await? {
-                Chunk::Data(bytes) => (parser.push(&bytes), None),
+                Chunk::Data(bytes) => {
+                    read = read.saturating_add(bytes.len());
+                    if read > self.exchange.max_reply {
+                        return Err(self.exchange.too_large());
+                    }
+                    (parser.push(&bytes), None)
+                }
                 Chunk::End => (parser.finish(), Some(String::new())),
                 Chunk::Broken(reason) => (Vec::new(), Some(format!(": {reason}"))),
             };

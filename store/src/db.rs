@@ -28,16 +28,29 @@ impl SessionDb {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_owned();
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            private::create_dir(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_owned(),
                 source,
             })?;
         }
+        let open_error = |source| StoreError::Private {
+            path: path.clone(),
+            source,
+        };
+        // Transcripts are private: the file is created 0600 before SQLite opens
+        // it (SQLite then gives its -wal and -shm files the same mode).
+        private::create_file(&path).map_err(open_error)?;
         let mut conn = Connection::open(&path).map_err(|source| StoreError::Open {
             path: path.clone(),
             source,
         })?;
         schema::prepare(&mut conn, &path)?;
+        // Journal files left by an older version keep their mode: tighten them.
+        for suffix in ["-wal", "-shm"] {
+            let mut journal = path.clone().into_os_string();
+            journal.push(suffix);
+            private::tighten(Path::new(&journal)).map_err(open_error)?;
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             path,
@@ -108,5 +121,95 @@ impl SessionDb {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Owner-only modes for the database and its directory, whatever the umask.
+mod private {
+    use std::io;
+    use std::path::Path;
+
+    /// Creates `dir` and missing parents, 0700.
+    pub fn create_dir(dir: &Path) -> io::Result<()> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)
+    }
+
+    /// Creates `path` empty and 0600 unless it exists; an existing one is tightened.
+    pub fn create_file(path: &Path) -> io::Result<()> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(path)?;
+        tighten(path)
+    }
+
+    /// Takes other users' access away from `path`, if it exists.
+    pub fn tighten(path: &Path) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = match std::fs::metadata(path) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let mode = meta.permissions().mode();
+            if mode & 0o077 != 0 {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o7700))?;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = path;
+        Ok(())
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test helper outside #[test]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_database_and_its_journal_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/sessions.sqlite");
+        let db = SessionDb::open(&path).unwrap();
+        db.write(|tx| {
+            tx.execute_batch("CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1);")?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir.path().join("state")), 0o700);
+        for journal in ["sessions.sqlite-wal", "sessions.sqlite-shm"] {
+            assert_eq!(
+                mode(&dir.path().join("state").join(journal)),
+                0o600,
+                "{journal}"
+            );
+        }
+        drop(db);
+
+        // An old, readable file is tightened when opened.
+        for file in ["sessions.sqlite", "sessions.sqlite-wal"] {
+            let p = dir.path().join("state").join(file);
+            if p.exists() {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+        let _db = SessionDb::open(&path).unwrap();
+        assert_eq!(mode(&path), 0o600);
     }
 }

@@ -13,6 +13,14 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// The database file could not be created private, or its mode not tightened.
+    #[error("cannot create session database {path} readable by its owner only: {source}")]
+    Private {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The database file could not be opened or prepared.
     #[error("cannot open session database {path}: {source}")]
     Open {

@@ -697,6 +697,9 @@ fn strip_git_prefix(path: &str, cwd: Option<&str>) -> String {
 
 /// The text of an existing file, `None` when it does not exist.
 fn read_existing(target: &Target) -> Result<Option<String>, ToolError> {
+    if crate::files::existing("patch", target)?.is_none() {
+        return Ok(None);
+    }
     match std::fs::read(&target.full) {
         Ok(bytes) => text::as_text(bytes)
             .map(Some)
@@ -716,14 +719,21 @@ fn commit(changes: &[Change]) -> Result<(), ToolError> {
                 text,
                 created,
             } => {
-                undo.push((target.full.clone(), std::fs::read(&target.full).ok()));
-                if *created && let Some(parent) = target.full.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                std::fs::write(&target.full, text).map_err(|e| paths::io_error("write", target, &e))
+                // Checked before anything opens it: reading a FIFO would block.
+                crate::files::existing("write", target).and_then(|meta| {
+                    undo.push((target.full.clone(), std::fs::read(&target.full).ok()));
+                    if *created && let Some(parent) = target.full.parent() {
+                        let _ = std::fs::create_dir_all(parent);
+                    }
+                    crate::files::write(target, text.as_bytes(), meta.as_ref()).map(|_| ())
+                })
             }
             Change::Delete { target } => {
-                undo.push((target.full.clone(), std::fs::read(&target.full).ok()));
+                let regular = std::fs::metadata(&target.full).is_ok_and(|m| m.is_file());
+                undo.push((
+                    target.full.clone(),
+                    regular.then(|| std::fs::read(&target.full).ok()).flatten(),
+                ));
                 std::fs::remove_file(&target.full)
                     .map_err(|e| paths::io_error("delete", target, &e))
             }

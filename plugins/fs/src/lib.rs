@@ -10,6 +10,7 @@
 //! `cargo test --manifest-path plugins/Cargo.toml -p talaria-plugin-fs`.
 
 mod diff;
+mod files;
 mod paths;
 mod replace;
 mod search;
@@ -94,6 +95,7 @@ fn read_file(target: &Target, offset: usize, limit: usize) -> Result<Value, Tool
             dir_listing(target)
         )));
     }
+    files::ensure_regular("read", target, &meta)?;
     let mut file = File::open(&target.full).map_err(|e| paths::io_error("open", target, &e))?;
     let mut head = vec![0u8; text::SNIFF_BYTES];
     let mut n = 0;
@@ -208,16 +210,20 @@ impl Tool for WriteFile {
 }
 
 fn write_file(target: &Target, content: &str) -> Result<Value, ToolError> {
-    let existed = match fs::metadata(&target.full) {
+    let meta = match fs::metadata(&target.full) {
         Ok(m) if m.is_dir() => {
             return Err(ToolError::failed(format!(
                 "cannot write {}: it is a directory",
                 target.shown
             )));
         }
-        Ok(_) => true,
-        Err(_) => false,
+        Ok(m) => {
+            files::ensure_regular("write", target, &m)?;
+            Some(m)
+        }
+        Err(_) => None,
     };
+    let existed = meta.is_some();
     if let Some(parent) = target.full.parent()
         && !parent.as_os_str().is_empty()
     {
@@ -229,13 +235,17 @@ fn write_file(target: &Target, content: &str) -> Result<Value, ToolError> {
             paths::io_error("create", &parent_target, &e)
         })?;
     }
-    fs::write(&target.full, content).map_err(|e| paths::io_error("write", target, &e))?;
-    Ok(json!({
+    let written = files::write(target, content.as_bytes(), meta.as_ref())?;
+    let mut out = json!({
         "path": target.shown,
         "bytes_written": content.len(),
         "lines": replace::split_lines(content).len(),
         "created": !existed,
-    }))
+    });
+    if let Some(note) = written.note(&target.shown) {
+        out["note"] = json!(note);
+    }
+    Ok(out)
 }
 
 // -------------------------------------------------------------------- patch
@@ -318,16 +328,22 @@ impl Tool for Patch {
 }
 
 fn replace_in_file(target: &Target, old: &str, new: &str, all: bool) -> Result<Value, ToolError> {
+    let meta = fs::metadata(&target.full).map_err(|e| paths::io_error("read", target, &e))?;
+    files::ensure_regular("edit", target, &meta)?;
     let bytes = fs::read(&target.full).map_err(|e| paths::io_error("read", target, &e))?;
     let content = text::as_text(bytes)
         .map_err(|why| ToolError::failed(format!("cannot edit {}: {why}", target.shown)))?;
     let done = replace::replace(&content, old, new, all, &target.shown)?;
-    fs::write(&target.full, &done.text).map_err(|e| paths::io_error("write", target, &e))?;
-    Ok(json!({
+    let written = files::write(target, done.text.as_bytes(), Some(&meta))?;
+    let mut out = json!({
         "path": target.shown,
         "replacements": done.count,
         "diff": done.diff,
-    }))
+    });
+    if let Some(note) = written.note(&target.shown) {
+        out["note"] = json!(note);
+    }
+    Ok(out)
 }
 
 // ------------------------------------------------------------- search_files

@@ -410,3 +410,135 @@ fn search_files_by_glob_or_name() {
         "{e}"
     );
 }
+
+/// A FIFO at `rel` in `dir` (native tests run on Unix).
+#[cfg(unix)]
+fn mkfifo(dir: &TestDir, rel: &str) -> std::path::PathBuf {
+    let path = dir.path().join(rel);
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_before_they_are_opened() {
+    let dir = TestDir::new();
+    let fifo = mkfifo(&dir, "pipe");
+    // A writer waiting on the FIFO: without the check, read_file would read
+    // its text instead of refusing (and with no writer it would block).
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        if let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            let _ = w.write_all(b"from the pipe\n");
+        }
+    });
+    for (tool, args) in [
+        ("read_file", json!({"path": "pipe"})),
+        ("write_file", json!({"path": "pipe", "content": "x"})),
+        (
+            "patch",
+            json!({"mode": "replace", "path": "pipe", "old_string": "a", "new_string": "b"}),
+        ),
+    ] {
+        let e = err(call(&dir, tool, args));
+        assert!(e.message().contains("not a regular file"), "{tool}: {e}");
+    }
+    let e = err(call(
+        &dir,
+        "patch",
+        json!({"mode": "patch", "patch": "--- a/pipe\n+++ b/pipe\n@@ -1 +1 @@\n-a\n+b\n"}),
+    ));
+    assert!(
+        e.message().contains("not a regular file"),
+        "patch mode: {e}"
+    );
+    dir.write("a.txt", "needle\n");
+    let out = call(&dir, "search_files", json!({"pattern": "needle"})).unwrap();
+    assert_eq!(out["output"], "a.txt:1:needle");
+    // Release the writer: open the FIFO for reading once.
+    let _ = std::fs::read(dir.path().join("pipe"));
+    writer.join().unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn writes_through_a_hard_link_leave_the_other_name_alone() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let outside = TestDir::new();
+    outside.write("secret.sh", "#!/bin/sh\necho original\n");
+    let original = outside.path().join("secret.sh");
+    std::fs::set_permissions(&original, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let dir = TestDir::new();
+    let link = dir.path().join("link.sh");
+    std::fs::hard_link(&original, &link).unwrap();
+
+    let out = call(
+        &dir,
+        "write_file",
+        json!({"path": "link.sh", "content": "#!/bin/sh\necho changed\n"}),
+    )
+    .unwrap();
+    assert!(
+        out["note"].as_str().unwrap().contains("hard links"),
+        "{out}"
+    );
+    assert_eq!(outside.read("secret.sh"), "#!/bin/sh\necho original\n");
+    assert_eq!(dir.read("link.sh"), "#!/bin/sh\necho changed\n");
+    let meta = std::fs::metadata(&link).unwrap();
+    assert_eq!(meta.nlink(), 1, "the link was broken");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o750, "mode kept");
+
+    std::fs::remove_file(&link).unwrap();
+    std::fs::hard_link(&original, &link).unwrap();
+    call(
+        &dir,
+        "patch",
+        json!({"mode": "replace", "path": "link.sh", "old_string": "original", "new_string": "patched"}),
+    )
+    .unwrap();
+    assert_eq!(outside.read("secret.sh"), "#!/bin/sh\necho original\n");
+    assert_eq!(dir.read("link.sh"), "#!/bin/sh\necho patched\n");
+
+    std::fs::remove_file(&link).unwrap();
+    std::fs::hard_link(&original, &link).unwrap();
+    call(
+        &dir,
+        "patch",
+        json!({"mode": "patch", "patch": "--- a/link.sh\n+++ b/link.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo original\n+echo diffed\n"}),
+    )
+    .unwrap();
+    assert_eq!(outside.read("secret.sh"), "#!/bin/sh\necho original\n");
+    assert_eq!(dir.read("link.sh"), "#!/bin/sh\necho diffed\n");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_with_one_name_is_written_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = TestDir::new();
+    dir.write("a.txt", "one\n");
+    let inode = std::fs::metadata(dir.path().join("a.txt")).unwrap().ino();
+    let out = call(
+        &dir,
+        "write_file",
+        json!({"path": "a.txt", "content": "two\n"}),
+    )
+    .unwrap();
+    assert!(out.get("note").is_none(), "{out}");
+    assert_eq!(dir.read("a.txt"), "two\n");
+    assert_eq!(
+        std::fs::metadata(dir.path().join("a.txt")).unwrap().ino(),
+        inode
+    );
+}
