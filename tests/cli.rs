@@ -998,3 +998,111 @@ fn json_mode_reports_an_interrupt_mid_stream() {
     let last: Value = serde_json::from_str(stdout(&output).lines().last().unwrap()).unwrap();
     assert_eq!(last["type"], "interrupted");
 }
+
+/// Issue 17 §1: a model under `--yolo` with nobody at a terminal cannot switch
+/// its own profile to yolo, neither by editing config.yaml nor through the
+/// `talaria` binary; the refusal says nobody could answer.
+#[test]
+fn yolo_cannot_rewrite_the_profiles_controls_without_the_user() {
+    let home = Home::new();
+    let work = home.workdir();
+    let config = "approvals:\n  mode: ask\nretry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n";
+    home.write_config(config);
+    let talaria = env!("CARGO_BIN_EXE_talaria");
+    let profile = home.path().display();
+    // Commands run without TALARIA_HOME in their environment, so the spellings
+    // that would really reach this profile name it.
+    for command in [
+        "sed -i 's/ask/yolo/' $TALARIA_HOME/config.yaml".to_owned(),
+        format!("sed -i 's/ask/yolo/' {profile}/config.yaml"),
+        format!("TALARIA_HOME={profile} {talaria} config set approvals.mode yolo"),
+    ] {
+        let call = ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": command }).to_string(),
+        );
+        let server =
+            ScriptedServer::spawn(Script::new([Step::tool_calls([call]), Step::text("done")]))
+                .unwrap();
+        let output = run(home.query_in(work.path(), &server, "do it", &["--yolo"]));
+        assert_code(&output, 0);
+        let result = &tool_results(&server, 1)[0];
+        assert_contains(result, "nobody can answer");
+        assert!(!result.contains("denied by the user"), "{result}");
+        assert_eq!(
+            home.read("config.yaml"),
+            config,
+            "{command} changed config.yaml"
+        );
+    }
+}
+
+/// Issue 17 §1: when the working directory holds the profile home (cwd =
+/// `$HOME`, home = `~/.talaria`), the file tools' grant of the working
+/// directory reaches the control files; a model under `--yolo` with nobody at
+/// a terminal can neither rewrite them (directly or through a symlink in the
+/// working directory) nor read the cache key.
+#[test]
+fn file_tools_cannot_touch_the_profiles_controls_in_the_working_directory() {
+    let template = Home::new();
+    let work = template.workdir();
+    let profile = work.path().join(".talaria");
+    copy_dir(template.path(), &profile);
+    let config = "approvals:\n  mode: ask\nretry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n";
+    std::fs::write(profile.join("config.yaml"), config).unwrap();
+    std::os::unix::fs::symlink(profile.join("config.yaml"), work.path().join("link.yaml")).unwrap();
+    std::os::unix::fs::symlink(&profile, work.path().join("ctl")).unwrap();
+    let run_call = |call: ToolCall| {
+        let server =
+            ScriptedServer::spawn(Script::new([Step::tool_calls([call]), Step::text("done")]))
+                .unwrap();
+        let mut command = template.query_in(work.path(), &server, "do it", &["--yolo"]);
+        command
+            .env("TALARIA_HOME", &profile)
+            .env("HOME", work.path());
+        let output = run(command);
+        assert_code(&output, 0);
+        tool_results(&server, 1).remove(0)
+    };
+    let yolo = serde_json::json!({ "content": "approvals:\n  mode: yolo\n" });
+    for path in [
+        ".talaria/config.yaml",
+        "link.yaml",
+        "ctl/config.yaml",
+        "ctl/approvals.toml",
+    ] {
+        let mut args = yolo.clone();
+        args["path"] = path.into();
+        let result = run_call(ToolCall::new("write_file", args.to_string()));
+        assert_contains(&result, "nobody can answer");
+        assert!(!result.contains("denied by the user"), "{result}");
+        assert_eq!(
+            std::fs::read_to_string(profile.join("config.yaml")).unwrap(),
+            config,
+            "write_file {path} changed config.yaml"
+        );
+        assert!(
+            !profile.join("approvals.toml").exists(),
+            "write_file {path}"
+        );
+    }
+    // Ordinary files in the working directory stay writable without asking.
+    let result = run_call(ToolCall::new(
+        "write_file",
+        r#"{"path":"notes.txt","content":"hi"}"#,
+    ));
+    assert!(!result.contains("nobody can answer"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("notes.txt")).unwrap(),
+        "hi"
+    );
+    // The secret keying the compiled-plugin cache is not readable either.
+    let key = profile.join("cache").join("plugins.key");
+    assert!(key.is_file(), "the profile has a cache key");
+    let result = run_call(ToolCall::new(
+        "read_file",
+        r#"{"path":".talaria/cache/plugins.key"}"#,
+    ));
+    assert_contains(&result, "nobody can answer");
+    assert_contains(&result, "secret");
+}

@@ -205,3 +205,239 @@ fn json_mode_reports_an_interrupt_mid_tool_and_answers_the_call() {
     );
     assert_eq!(events.last().unwrap()["type"], "interrupted", "{events:?}");
 }
+
+/// Command lines (NUL-separated argv) of the processes whose command line
+/// contains `marker`, with their pids.
+fn processes_with(marker: &str) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains(marker).then_some((pid, cmdline))
+        })
+        .collect()
+}
+
+#[test]
+fn commands_die_with_a_killed_agent() {
+    let home = Home::new();
+    let work = home.workdir();
+    // Sleep durations no other process uses, to find exactly this session's processes.
+    let marker = format!("{}.25", 400_000 + std::process::id() % 100_000);
+    let background = format!("sleep 1{marker}");
+    let foreground = format!("sleep 2{marker} & sleep 3{marker}; wait");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": background, "background": true }).to_string(),
+        )]),
+        Step::tool_calls([terminal(&foreground)]),
+        Step::text("never reached"),
+    ]))
+    .unwrap();
+    let mut child = home
+        .query_in(work.path(), &server, "wait", &[])
+        .spawn()
+        .unwrap();
+    wait_until("the three sleeps start", Duration::from_secs(60), || {
+        ["1", "2", "3"]
+            .iter()
+            .all(|n| !processes_running(&["sleep", &format!("{n}{marker}")]).is_empty())
+    });
+    child.kill().unwrap(); // SIGKILL: no cleanup code of talaria runs.
+    child.wait().unwrap();
+    // Generous: the kernel delivers the death signal at once, but the machine may be busy.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut left = processes_with(&marker);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left = processes_with(&marker);
+    }
+    for (pid, _) in &left {
+        // Don't leave them behind for the next run.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(left.is_empty(), "outlived the agent: {left:?}");
+}
+
+/// Makes `path` and everything under it owned by `uid` (so the agent can
+/// run as that user in it).
+fn chown_tree(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_tree(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
+#[test]
+fn commands_cannot_read_the_agents_keys_through_proc() {
+    const NOBODY: u32 = 65534;
+    let secret = "sk-test-secret-4f9c2e7a";
+    let home = Home::new();
+    let work = home.workdir();
+    // Root reads any process's environ; the protection is against the same
+    // (non-root) user, so run the agent as nobody when the tests run as root.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    if root
+        && std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: running as root and setpriv (util-linux) is missing");
+        return;
+    }
+    if root {
+        chown_tree(home.path(), NOBODY);
+        chown_tree(work.path(), NOBODY);
+    }
+    // $PPID is the command's parent (the supervisor); its parent is the agent.
+    let read_both = "cat /proc/$PPID/environ; echo; \
+                     cat /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/environ; echo; echo read-done";
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([terminal(read_both)]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let query = home.query_in(work.path(), &server, "do it", &["--yolo"]);
+    let mut command = if root {
+        let mut wrapped = std::process::Command::new("setpriv");
+        wrapped
+            .arg(format!("--reuid={NOBODY}"))
+            .arg(format!("--regid={NOBODY}"))
+            .args(["--clear-groups", "--"])
+            .arg(query.get_program())
+            .args(query.get_args())
+            .env_clear()
+            .envs(
+                query
+                    .get_envs()
+                    .filter_map(|(name, value)| Some((name, value?))),
+            )
+            .current_dir(work.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        wrapped
+    } else {
+        query
+    };
+    command
+        .env("OPENAI_API_KEY", secret)
+        .env("TALARIA_API_KEY", secret);
+    assert_code(&run(command), 0);
+    let result = &results(&server, 1)[0];
+    assert!(result.contains("read-done"), "the command ran: {result}");
+    assert!(!result.contains(secret), "a key leaked: {result}");
+}
+
+/// A throwaway directory beside the working directory holding `keep/file`.
+fn outside_dir() -> tempfile::TempDir {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("keep")).unwrap();
+    std::fs::write(outside.path().join("keep/file"), "precious").unwrap();
+    outside
+}
+
+#[test]
+fn workdir_outside_the_working_directory_needs_approval_even_in_bwrap() {
+    if std::process::Command::new("bwrap")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: bwrap is not installed (./scripts/system-deps installs it)");
+        return;
+    }
+    let home = Home::new();
+    home.write_config("terminal:\n  backend: bwrap\napprovals:\n  mode: deny\n");
+    let work = home.workdir();
+    let outside = outside_dir();
+    let in_dir = |command: &str, dir: &std::path::Path| {
+        ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": command, "workdir": dir.to_str().unwrap() }).to_string(),
+        )
+    };
+    let relative = format!(
+        "../{}",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([in_dir("rm -rf keep", outside.path())]),
+        // `..` and a symlink inside the working directory lead there too.
+        Step::tool_calls([in_dir("rm -rf keep", std::path::Path::new(&relative))]),
+        Step::tool_calls([in_dir("rm -rf keep", &work.path().join("link"))]),
+        Step::tool_calls([ToolCall::new(
+            "terminal",
+            serde_json::json!({
+                "command": "rm -rf keep", "workdir": outside.path().to_str().unwrap(),
+                "background": true,
+            })
+            .to_string(),
+        )]),
+        // Inside the working directory the sandbox still runs it unasked.
+        Step::tool_calls([terminal("rm -rf build")]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    std::fs::create_dir(work.path().join("build")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.path().join("link")).unwrap();
+    assert_code(&query(&home, work.path(), &server, &[]), 0);
+    let shown = outside.path().canonicalize().unwrap().display().to_string();
+    for (index, call) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+        let result = &results(&server, index)[call];
+        assert!(result.contains(&shown), "call {call}: {result}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("keep/file")).unwrap(),
+        "precious"
+    );
+    assert!(
+        !work.path().join("build").exists(),
+        "{:?}",
+        results(&server, 5)
+    );
+}
+
+#[test]
+fn writing_a_command_to_a_background_shell_is_screened() {
+    let home = Home::new();
+    home.write_config("approvals:\n  mode: deny\n");
+    let work = home.workdir();
+    std::fs::create_dir(work.path().join("victim")).unwrap();
+    let process = |args: serde_json::Value| ToolCall::new("process", args.to_string());
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "terminal",
+            serde_json::json!({ "command": "bash", "background": true }).to_string(),
+        )]),
+        Step::tool_calls([process(serde_json::json!({
+            "action": "write", "session_id": "1", "data": "rm -rf victim\n",
+        }))]),
+        Step::tool_calls([process(serde_json::json!({
+            "action": "write", "session_id": "1", "data": "echo alive; exit\n",
+        }))]),
+        Step::tool_calls([process(
+            serde_json::json!({"action": "wait", "session_id": "1", "timeout": 30}),
+        )]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    assert_code(&query(&home, work.path(), &server, &[]), 0);
+    let refused = &results(&server, 2)[1];
+    assert!(
+        refused.contains("denied") || refused.contains("recursive"),
+        "{refused}"
+    );
+    let waited: serde_json::Value = serde_json::from_str(&results(&server, 4)[3]).unwrap();
+    assert_eq!(waited["output"], "alive\n", "{waited}");
+    assert!(work.path().join("victim").is_dir(), "nothing was deleted");
+}
