@@ -54,15 +54,7 @@ async fn second_load_deserialises_without_compiling() {
     assert_eq!(other.cache_stats().compiled, 0);
 
     // And the cached component works.
-    let tools = PluginTools::new(vec![third], root.path()).unwrap();
-    let out = call(&tools, "s", "noop", serde_json::json!({})).await;
-    assert_eq!(
-        out,
-        Outcome {
-            content: "{}".into(),
-            is_error: false
-        }
-    );
+    integrity::assert_is_noop(third, root.path()).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

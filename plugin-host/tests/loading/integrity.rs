@@ -46,7 +46,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// `noop` still behaves as `noop`: its one tool answers `{}`.
-async fn assert_is_noop(plugin: LoadedPlugin, cwd: &Path) {
+pub(crate) async fn assert_is_noop(plugin: LoadedPlugin, cwd: &Path) {
     assert_eq!(tool_names(&plugin), ["noop"]);
     let tools = PluginTools::new(vec![plugin], cwd).unwrap();
     let out = call(&tools, "s", "noop", serde_json::json!({})).await;
