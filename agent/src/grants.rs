@@ -242,7 +242,7 @@ impl GrantStore {
         // Failing only means migrating again next time.
         let backup = store.path.with_file_name("plugin-grants.v1.yaml");
         if !backup.exists() {
-            let _ = std::fs::write(&backup, &text);
+            let _ = crate::home_modes::write_private(&backup, &text);
         }
         let _ = store.save();
         Ok(store)
@@ -346,7 +346,7 @@ impl GrantStore {
 /// Writes `text` to a temporary file beside `path`, then renames it over `path`.
 fn write_replacing(path: &Path, text: &str) -> std::io::Result<()> {
     let temp = path.with_extension("tmp");
-    std::fs::write(&temp, text)?;
+    crate::home_modes::write_private(&temp, text)?;
     std::fs::rename(&temp, path)
 }
 

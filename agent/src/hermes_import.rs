@@ -184,7 +184,7 @@ fn import_keys(
         }
         text.push_str("# imported from Hermes\n");
         text.push_str(&added);
-        std::fs::write(to, text).map_err(io(to))?;
+        crate::home_modes::write_private(to, text).map_err(io(to))?;
     }
     Ok(())
 }
