@@ -1,0 +1,12 @@
+//! Every integration test of this crate, in one binary (each test binary links
+//! the whole dependency tree; one per crate keeps builds and CI short).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod support;
+
+#[path = "all/agent_loop.rs"]
+mod agent_loop;
+#[path = "all/compression.rs"]
+mod compression;
+#[path = "all/hooks.rs"]
+mod hooks;

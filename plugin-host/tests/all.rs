@@ -1,0 +1,24 @@
+//! Every integration test of this crate, in one binary (each test binary links
+//! the whole dependency tree; one per crate keeps builds and CI short).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+#[path = "all/commands.rs"]
+mod commands;
+#[cfg(feature = "extism")]
+#[path = "all/extism.rs"]
+mod extism;
+#[path = "all/fs_plugin.rs"]
+mod fs_plugin;
+#[path = "all/hooks.rs"]
+mod hooks;
+#[path = "all/loading.rs"]
+mod loading;
+#[path = "all/manifest.rs"]
+mod manifest;
+#[cfg(feature = "native")]
+#[path = "all/native.rs"]
+mod native;
+#[path = "all/sandbox.rs"]
+mod sandbox;

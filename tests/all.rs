@@ -1,0 +1,33 @@
+//! Every integration test of this crate, in one binary (each test binary links
+//! the whole dependency tree; one per crate keeps builds and CI short).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+#[path = "all/cli.rs"]
+mod cli;
+#[path = "all/delegation.rs"]
+mod delegation;
+#[path = "all/dist.rs"]
+mod dist;
+#[path = "all/execute_code.rs"]
+mod execute_code;
+#[path = "all/knowledge.rs"]
+mod knowledge;
+#[path = "all/languages.rs"]
+mod languages;
+#[cfg(any(feature = "extism", feature = "native"))]
+#[path = "all/plugin_runtimes.rs"]
+mod plugin_runtimes;
+#[path = "all/profiles.rs"]
+mod profiles;
+#[path = "all/registry.rs"]
+mod registry;
+#[path = "all/repl.rs"]
+mod repl;
+#[path = "all/sessions.rs"]
+mod sessions;
+#[path = "all/terminal.rs"]
+mod terminal;
+#[path = "all/tool_schemas.rs"]
+mod tool_schemas;
