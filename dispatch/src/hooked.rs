@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use talaria_kernel::validate::validate_call;
+use talaria_kernel::validate::{apply_pre_tool, place_results};
 use talaria_kernel::{
     CancellationToken, HookSession, HookVerdict, Hooks, ToolCall, ToolContext, ToolDispatcher,
     ToolResult, ToolSpec, ValidatedCall,
@@ -52,39 +52,15 @@ impl ToolDispatcher for HookedTools {
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
         let mut runnable = Vec::new();
         for (slot, valid) in results.iter_mut().zip(calls) {
-            match self.hooks.pre_tool(session, valid).await {
-                HookVerdict::Continue => runnable.push(valid.clone()),
-                HookVerdict::Block(reason) => {
-                    *slot = Some(ToolResult::error(&valid.call, format!("Blocked: {reason}")));
-                }
-                HookVerdict::Rewrite(arguments) => {
-                    let call = ToolCall {
-                        arguments: arguments.to_string(),
-                        ..valid.call.clone()
-                    };
-                    match validate_call(&call, &specs) {
-                        Ok(rewritten) => runnable.push(rewritten),
-                        Err(why) => {
-                            let text = format!("A hook rewrote the arguments: {why}");
-                            *slot = Some(ToolResult::error(&valid.call, text));
-                        }
-                    }
-                }
+            match apply_pre_tool(self.hooks.as_ref(), session, valid.clone(), &specs).await {
+                Ok(valid) => runnable.push(valid),
+                Err(result) => *slot = Some(result),
             }
         }
         if !runnable.is_empty() {
-            let mut done = self.inner.execute(&runnable, context, cancel).await;
-            for valid in &runnable {
-                let index = calls.iter().position(|c| c.call.id == valid.call.id);
-                let found = done.iter().position(|r| r.call_id == valid.call.id);
-                let result = match found {
-                    Some(at) => done.swap_remove(at),
-                    None => ToolResult::error(&valid.call, "the tool returned no result"),
-                };
-                if let Some(slot) = index.and_then(|i| results.get_mut(i)) {
-                    *slot = Some(result);
-                }
-            }
+            let done = self.inner.execute(&runnable, context, cancel).await;
+            let ids: Vec<&str> = calls.iter().map(|c| c.call.id.as_str()).collect();
+            place_results(&mut results, &ids, &runnable, done);
         }
         let mut out = Vec::with_capacity(calls.len());
         for (valid, result) in calls.iter().zip(results) {

@@ -1,8 +1,8 @@
 //! Checks a model's tool calls before dispatch, turning every mistake into a
 //! result text that tells the model exactly what to fix.
 
-use crate::message::{ToolCall, ToolSpec};
-use crate::ports::ValidatedCall;
+use crate::message::{ToolCall, ToolResult, ToolSpec};
+use crate::ports::{HookSession, HookVerdict, Hooks, ValidatedCall};
 
 /// Gives every call of one reply its own id: a repeated (or empty) id becomes
 /// `id-2`, `id-3`, … (`call-1`, … for empty ones), so each call is paired with
@@ -38,6 +38,55 @@ pub fn dedupe_call_ids(calls: &mut [ToolCall]) -> bool {
         changed = true;
     }
     changed
+}
+
+/// What the pre-tool hooks make of a validated call: the call to run (a
+/// rewrite is validated like the model's own arguments) or its error result.
+/// The loop and every other route to the tools (scripts, sub-agents) share it,
+/// so a veto means the same wherever a call comes from.
+pub async fn apply_pre_tool(
+    hooks: &dyn Hooks,
+    session: HookSession<'_>,
+    valid: ValidatedCall,
+    tools: &[ToolSpec],
+) -> Result<ValidatedCall, ToolResult> {
+    match hooks.pre_tool(session, &valid).await {
+        HookVerdict::Continue => Ok(valid),
+        HookVerdict::Block(reason) => {
+            Err(ToolResult::error(&valid.call, format!("Blocked: {reason}")))
+        }
+        HookVerdict::Rewrite(arguments) => {
+            let call = ToolCall {
+                arguments: arguments.to_string(),
+                ..valid.call.clone()
+            };
+            validate_call(&call, tools).map_err(|why| {
+                ToolResult::error(&valid.call, format!("A hook rewrote the arguments: {why}"))
+            })
+        }
+    }
+}
+
+/// Puts each of `runnable`'s results from `done` into the slot whose call id
+/// (`slot_ids`, in the same order as `slots`) matches; a call the tools gave
+/// no result for gets an error result.
+pub fn place_results(
+    slots: &mut [Option<ToolResult>],
+    slot_ids: &[&str],
+    runnable: &[ValidatedCall],
+    mut done: Vec<ToolResult>,
+) {
+    for valid in runnable {
+        let index = slot_ids.iter().position(|id| *id == valid.call.id);
+        let found = done.iter().position(|r| r.call_id == valid.call.id);
+        let result = match found {
+            Some(at) => done.swap_remove(at),
+            None => ToolResult::error(&valid.call, "the tool returned no result"),
+        };
+        if let Some(slot) = index.and_then(|i| slots.get_mut(i)) {
+            *slot = Some(result);
+        }
+    }
 }
 
 /// Validates one call against the session's tool list. `Err` holds the text of

@@ -38,6 +38,13 @@ use crate::state::{HostCtx, PluginShared, PluginState};
 use crate::tools::invoke_list_tools;
 use crate::version::{HOST_API, check_names, compatible, kind_of, line, parse_api_name};
 
+mod placed;
+mod tool_specs;
+
+pub(crate) use placed::{Placed, canonical_cwd, names};
+use tool_specs::convert_specs;
+pub(crate) use tool_specs::validate_tools;
+
 /// How the scheduler may run a tool's calls (from the plugin's `tool-flags`).
 /// A tool a plugin provides.
 #[derive(Debug, Clone, PartialEq)]
@@ -726,102 +733,11 @@ impl PluginHost {
     }
 }
 
-fn convert_specs(
-    plugin: &str,
-    specs: Vec<crate::bindings::ToolSpec>,
-) -> Result<Vec<ToolInfo>, LoadError> {
-    let mut tools = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let parameters: serde_json::Value =
-            serde_json::from_str(&spec.parameters).map_err(|e| LoadError::ListTools {
-                plugin: plugin.to_owned(),
-                message: format!("tool {}: parameters are not JSON: {e}", spec.name),
-            })?;
-        tools.push(ToolInfo {
-            spec: ToolSpec {
-                name: spec.name,
-                description: spec.description,
-                parameters,
-            },
-            flags: ToolFlags {
-                never_parallel: spec.flags.never_parallel,
-                read_only: spec.flags.read_only,
-                path_argument: spec.flags.path_argument,
-            },
-        });
-    }
-    validate_tools(plugin, tools)
-}
-
-/// Checks the tools a plugin lists: valid and distinct names, parameters
-/// that are JSON Schema objects.
-pub(crate) fn validate_tools(
-    plugin: &str,
-    tools: Vec<ToolInfo>,
-) -> Result<Vec<ToolInfo>, LoadError> {
-    let mut valid: Vec<ToolInfo> = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let bad = |message: String| LoadError::ListTools {
-            plugin: plugin.to_owned(),
-            message,
-        };
-        let name = &tool.spec.name;
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(bad(format!("invalid tool name {name:?}")));
-        }
-        if valid.iter().any(|t| t.spec.name == *name) {
-            return Err(bad(format!("tool {name} is listed twice")));
-        }
-        if !tool.spec.parameters.is_object() {
-            return Err(bad(format!(
-                "tool {name}: parameters must be a JSON Schema object"
-            )));
-        }
-        valid.push(tool);
-    }
-    Ok(valid)
-}
-
 /// Logs what validation left out, one warning each.
 fn note_dropped(inner: &LoadedInner, dropped: &[String]) {
     for line in dropped {
         inner.shared.log.push(LogLevel::Warn, LogSource::Host, line);
     }
-}
-
-/// A loaded plugin placed in one working directory: its preopens there, or
-/// why they could not be set up (then every call into it fails).
-pub(crate) struct Placed {
-    pub(crate) plugin: LoadedPlugin,
-    pub(crate) sandbox: Result<Sandbox, String>,
-    /// An Extism plugin compiled with this directory's preopens.
-    #[cfg(feature = "extism")]
-    pub(crate) extism: crate::extism_rt::Placement,
-}
-
-impl Placed {
-    /// Resolves `plugin`'s grants for `cwd`; a failure is logged to the plugin.
-    pub(crate) fn new(plugin: LoadedPlugin, cwd: &Path) -> Self {
-        let sandbox = Sandbox::resolve(&plugin.inner.shared, Some(cwd));
-        if let Err(message) = &sandbox {
-            plugin.log().push(LogLevel::Error, LogSource::Host, message);
-        }
-        Self {
-            plugin,
-            sandbox,
-            #[cfg(feature = "extism")]
-            extism: crate::extism_rt::Placement::default(),
-        }
-    }
-}
-
-/// The plugin names of `placed`, for `Debug` output.
-pub(crate) fn names(placed: &[Placed]) -> Vec<&str> {
-    placed.iter().map(|p| p.plugin.name()).collect()
 }
 
 /// Used by [`crate::tools`]: everything an invocation needs from a plugin.
@@ -836,12 +752,4 @@ impl LoadedInner {
             skins_pre: self.skins_pre.as_ref(),
         }
     }
-}
-
-/// The session's working directory, resolved once for every plugin placed in it.
-pub(crate) fn canonical_cwd(cwd: &Path) -> Result<PathBuf, HostError> {
-    cwd.canonicalize().map_err(|source| HostError::Io {
-        path: cwd.to_path_buf(),
-        source,
-    })
 }
