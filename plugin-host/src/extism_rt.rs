@@ -12,17 +12,19 @@
 //! `memory.max_pages`, `limits.timeout-ms` → `timeout_ms`, `[config]` and
 //! granted env vars → `config`. Each call runs in a fresh `extism::Plugin`
 //! made from a `CompiledPlugin` (compiled once per process and placement, not
-//! cached on disk: see [`cache_config`]) on a blocking thread.
+//! cached on disk: see [`cache_config`]) on a thread of its own.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use extism::{CompiledPlugin, PluginBuilder, Wasm};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
+use crate::log::{LogLevel, LogSource};
 use crate::manifest::Access;
 use crate::sandbox::Sandbox;
 use crate::state::PluginShared;
@@ -30,6 +32,12 @@ use crate::state::PluginShared;
 /// How long past its deadline the host waits for a call that is blocked
 /// outside wasm (an HTTP request) before giving up on it.
 const HOST_WAIT_GRACE: Duration = Duration::from_millis(500);
+
+/// How often a cancelled call's plugin is told again to stop.
+const CANCEL_REPEAT: Duration = Duration::from_millis(10);
+
+/// How long after a plugin is instantiated its call is first told to stop.
+const CANCEL_SETTLE: Duration = Duration::from_millis(5);
 
 /// Largest HTTP response body an Extism plugin may receive, at most its
 /// memory limit.
@@ -245,8 +253,24 @@ impl ExtismPlugin {
     }
 }
 
-/// Calls `export` with `input` in a fresh plugin on a blocking thread; a
-/// cancellation interrupts it (and returns at once).
+/// A call's result as Extism gives it: output, or error and return code.
+type Outcome = Result<Vec<u8>, (extism::Error, i32)>;
+
+/// What the caller and the thread running a call share.
+#[derive(Default)]
+struct RunningCall {
+    /// Set by the caller: the thread must not start the call.
+    cancelled: AtomicBool,
+    /// Set by the thread when it has finished.
+    done: AtomicBool,
+    /// The plugin's cancel handle, once it is instantiated.
+    handle: Mutex<Option<extism::CancelHandle>>,
+}
+
+/// Calls `export` with `input` in a fresh plugin on a thread of its own; a
+/// cancellation returns at once and stops the plugin ([`stop_cancelled`]).
+/// The thread is not one of the runtime's blocking threads, so a call that
+/// cannot be stopped never holds up the runtime's shutdown.
 async fn run(
     compiled: Arc<CompiledPlugin>,
     shared: &Arc<PluginShared>,
@@ -255,40 +279,121 @@ async fn run(
     tool: &str,
     cancel: Option<&CancellationToken>,
 ) -> Result<Vec<u8>, CallError> {
-    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+    let running = Arc::new(RunningCall::default());
+    let (result_tx, result_rx) = tokio::sync::oneshot::channel::<Outcome>();
     let started = Instant::now();
-    let task = tokio::task::spawn_blocking(move || {
-        let mut plugin = extism::Plugin::new_from_compiled(&compiled).map_err(|e| (e, -1))?;
-        let _ = handle_tx.send(plugin.cancel_handle());
-        plugin.call_get_error_code::<&[u8], Vec<u8>>(export, &input)
-    });
+    let thread = {
+        let running = running.clone();
+        std::thread::Builder::new()
+            .name(format!("extism {}", shared.name))
+            .spawn(move || {
+                let outcome = call_in_fresh_plugin(&compiled, &running, export, &input);
+                running.done.store(true, Ordering::SeqCst);
+                let _ = result_tx.send(outcome);
+            })
+    };
+    let plugin = shared.name.clone();
+    if let Err(error) = thread {
+        return shared.log_failure(Err(CallError::Host {
+            plugin,
+            message: format!("no thread for the call to {tool}: {error}"),
+        }));
+    }
     let limit = shared.timeout() + HOST_WAIT_GRACE;
     let never = CancellationToken::new();
     let cancel = cancel.unwrap_or(&never);
-    let plugin = shared.name.clone();
-    let outcome = tokio::select! {
+    let finished = tokio::select! {
         biased;
-        () = cancel.cancelled() => {
-            if let Ok(handle) = handle_rx.try_recv() {
-                let _ = handle.cancel();
-            }
-            Err(CallError::Cancelled { plugin, tool: tool.to_owned() })
-        }
-        joined = tokio::time::timeout(limit, task) => match joined {
-            Err(_) => Err(CallError::Timeout {
+        () = cancel.cancelled() => None,
+        finished = tokio::time::timeout(limit, result_rx) => Some(finished),
+    };
+    let outcome = match finished {
+        None => {
+            running.cancelled.store(true, Ordering::SeqCst);
+            tokio::spawn(stop_cancelled(running, shared.clone(), tool.to_owned()));
+            Err(CallError::Cancelled {
                 plugin,
                 tool: tool.to_owned(),
-                timeout_ms: shared.limits.timeout_ms,
-            }),
-            Ok(Err(join)) => Err(CallError::Host {
-                plugin,
-                message: format!("the call to {tool} failed: {join}"),
-            }),
-            Ok(Ok(Ok(output))) => Ok(output),
-            Ok(Ok(Err((error, code)))) => Err(classify(shared, tool, &error, code, started.elapsed())),
-        },
+            })
+        }
+        Some(Err(_)) => Err(CallError::Timeout {
+            plugin,
+            tool: tool.to_owned(),
+            timeout_ms: shared.limits.timeout_ms,
+        }),
+        Some(Ok(Err(_))) => Err(CallError::Host {
+            plugin,
+            message: format!("the call to {tool} ended without a result"),
+        }),
+        Some(Ok(Ok(Ok(output)))) => Ok(output),
+        Some(Ok(Ok(Err((error, code))))) => {
+            Err(classify(shared, tool, &error, code, started.elapsed()))
+        }
     };
     shared.log_failure(outcome)
+}
+
+/// The body of a call's thread.
+fn call_in_fresh_plugin(
+    compiled: &CompiledPlugin,
+    running: &RunningCall,
+    export: &str,
+    input: &[u8],
+) -> Outcome {
+    let mut plugin = extism::Plugin::new_from_compiled(compiled).map_err(|e| (e, -1))?;
+    *running
+        .handle
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(plugin.cancel_handle());
+    if running.cancelled.load(Ordering::SeqCst) {
+        return Err((extism::Error::msg("cancelled before it started"), -1));
+    }
+    plugin.call_get_error_code::<&[u8], Vec<u8>>(export, input)
+}
+
+/// Stops a cancelled call's plugin and logs whether it stopped. Extism only
+/// honours a cancel while the call is registered with its timer (from the
+/// call's start to its end), so a cancel landing while the plugin is still
+/// being set up is lost: it is repeated until the call has ended, for at
+/// most the plugin's timeout. Extism has a second race: a cancel handled
+/// after the call registered but before it armed its deadline is used up
+/// without stopping it, and the call then runs with no timeout; waiting
+/// [`CANCEL_SETTLE`] after the plugin exists keeps the first cancel clear of
+/// that moment, and if the call still runs on, the log says so.
+async fn stop_cancelled(running: Arc<RunningCall>, shared: Arc<PluginShared>, tool: String) {
+    let started = Instant::now();
+    let give_up = shared.timeout() + HOST_WAIT_GRACE;
+    let mut handle_seen = None;
+    while !running.done.load(Ordering::SeqCst) && started.elapsed() < give_up {
+        let handle = running
+            .handle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(handle) = handle {
+            let seen = *handle_seen.get_or_insert_with(Instant::now);
+            if seen.elapsed() >= CANCEL_SETTLE {
+                let _ = handle.cancel();
+            }
+        }
+        tokio::time::sleep(CANCEL_REPEAT).await;
+    }
+    let (level, message) = if running.done.load(Ordering::SeqCst) {
+        let ms = started.elapsed().as_millis();
+        (
+            LogLevel::Info,
+            format!("cancelled {tool}: stopped after {ms} ms"),
+        )
+    } else {
+        (
+            LogLevel::Warn,
+            format!(
+                "cancelled {tool}: still running after {} ms; its thread is left to end on its own",
+                give_up.as_millis()
+            ),
+        )
+    };
+    shared.log.push(level, LogSource::Host, &message);
 }
 
 /// What an Extism error means: Extism reports a timeout as `timeout`, memory

@@ -168,6 +168,57 @@ async fn a_cancelled_call_returns_at_once() {
     assert!(started.elapsed() < Duration::from_millis(1500));
 }
 
+/// A cancelled call's plugin is stopped, whether the cancel lands while the
+/// plugin is being instantiated or while it runs: the log records it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_call_stops_its_plugin() {
+    let root = tempfile::tempdir().unwrap();
+    let host = cached_host(root.path());
+    let plugin = load_all(&host, &probe()).await;
+    let cwd = tempfile::tempdir().unwrap();
+    let tools = PluginTools::new(vec![plugin.clone()], cwd.path()).unwrap();
+    for (round, delay) in [Duration::from_millis(1), Duration::from_millis(100)]
+        .into_iter()
+        .enumerate()
+    {
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            trigger.cancel();
+        });
+        let result = tools.call("probe_spin", "{}", "c1", "s1", &cancel).await;
+        assert!(
+            matches!(
+                result,
+                Err(talaria_plugin_host::CallError::Cancelled { .. })
+            ),
+            "{result:?}"
+        );
+        let stops = || {
+            plugin
+                .log()
+                .lines()
+                .iter()
+                .filter(|line| {
+                    line.message
+                        .starts_with("cancelled probe_spin: stopped after")
+                })
+                .count()
+        };
+        let waited = Instant::now();
+        while stops() <= round && waited.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            stops(),
+            round + 1,
+            "after a {delay:?} delay: {:?}",
+            plugin.log().lines()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn http_reaches_granted_hosts_only() {
     let (port, hits) = http_server();
