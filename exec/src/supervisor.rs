@@ -56,6 +56,19 @@ pub(crate) fn supervisor() -> Option<&'static Path> {
     }
 }
 
+/// A command running `program` with `args` on this machine: under the
+/// supervisor when it is enabled, directly otherwise.
+pub(crate) fn local_command(program: &str, args: &[String]) -> Command {
+    match supervisor() {
+        Some(exe) => supervised_command(exe, program, args),
+        None => {
+            let mut command = Command::new(program);
+            command.args(args);
+            command
+        }
+    }
+}
+
 /// `exe __supervise <this pid> -- program args…`.
 pub(crate) fn supervised_command(exe: &Path, program: &str, args: &[String]) -> Command {
     let mut command = Command::new(exe);

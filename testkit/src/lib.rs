@@ -28,6 +28,7 @@ mod recorder;
 mod render;
 mod script;
 mod server;
+pub mod sshd;
 mod static_files;
 
 pub use recorder::{Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};

@@ -222,9 +222,35 @@ fn processes_with(marker: &str) -> Vec<(u32, String)> {
 #[test]
 fn commands_die_with_a_killed_agent() {
     let home = Home::new();
+    kill_the_agent_during_commands(&home, "25");
+}
+
+/// On the ssh backend the local client runs under the supervisor too, and
+/// the remote command ends with the connection (here the remote host is a
+/// real sshd on this machine).
+#[test]
+fn remote_commands_die_with_a_killed_agent() {
+    if !talaria_testkit::sshd::Sshd::installed() {
+        return;
+    }
+    let home = Home::new();
+    let keys = tempfile::tempdir().unwrap();
+    let sshd = talaria_testkit::sshd::Sshd::start(keys.path()).unwrap();
+    home.write_config(&format!(
+        "terminal:\n  backend: ssh\n  ssh:\n    host: 127.0.0.1\n    port: {}\n    user: {}\n    identity_file: {}\n",
+        sshd.port,
+        sshd.user,
+        sshd.identity_file.display()
+    ));
+    kill_the_agent_during_commands(&home, "35");
+}
+
+/// Starts a background and a foreground command, kills the agent with
+/// SIGKILL and checks that none of them is left after a few seconds.
+fn kill_the_agent_during_commands(home: &Home, tag: &str) {
     let work = home.workdir();
     // Sleep durations no other process uses, to find exactly this session's processes.
-    let marker = format!("{}.25", 400_000 + std::process::id() % 100_000);
+    let marker = format!("{}.{tag}", 400_000 + std::process::id() % 100_000);
     let background = format!("sleep 1{marker}");
     let foreground = format!("sleep 2{marker} & sleep 3{marker}; wait");
     let server = ScriptedServer::spawn(Script::new([

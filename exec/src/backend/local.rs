@@ -3,7 +3,7 @@
 use std::process::Command;
 
 use super::{Backend, check_env, check_local_cwd, check_program, scrub_env};
-use crate::supervisor::{supervised_command, supervisor};
+use crate::supervisor::local_command;
 use crate::{ExecError, ExecRequest};
 
 /// Runs commands directly on this machine, in the request's working
@@ -34,15 +34,8 @@ impl Backend for LocalBackend {
         check_env(request)?;
         check_local_cwd(request)?;
         check_program(request)?;
-        let mut command = match supervisor() {
-            // Its environment is the scrubbed one below, which the command inherits.
-            Some(exe) => supervised_command(exe, &request.program, &request.args),
-            None => {
-                let mut command = Command::new(&request.program);
-                command.args(&request.args);
-                command
-            }
-        };
+        // Under the supervisor, its environment is the scrubbed one below, which the command inherits.
+        let mut command = local_command(&request.program, &request.args);
         command.current_dir(&request.cwd);
         scrub_env(&mut command, &[], &request.env);
         Ok(command)

@@ -1,9 +1,10 @@
 //! The ssh backend: commands on a remote host through the `ssh` client.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{Backend, CwdKind, check_env, scrub_env};
+use crate::supervisor::local_command;
 use crate::{ExecError, ExecRequest, shell_quote};
 
 /// Where and how to connect.
@@ -40,12 +41,28 @@ impl SshConfig {
     }
 }
 
+/// The remote shell's watcher, started before it `exec`s the command (which
+/// keeps the shell's pid). sshd starts the shell as a session and process
+/// group leader, so `-$$` is the command's group; the watcher polls the
+/// shell's parent (the connection's sshd process) and kills the group,
+/// itself included, once it is gone: after the connection closed, leftovers
+/// of a finished command go too, as the local backend kills a finished
+/// command's group. Its own streams are /dev/null so it never holds the
+/// channel open. A POSIX shell's `$$` and `$PPID` are the main shell's in a
+/// subshell.
+const CONNECTION_WATCH: &str = "{ (while kill -0 \"$PPID\" 2>/dev/null; do sleep 1; done; \
+     kill -KILL -- \"-$$\" 2>/dev/null || kill -KILL \"$$\") </dev/null >/dev/null 2>&1 & }";
+
 /// Runs commands on a remote host with `ssh` in batch mode (never prompts;
 /// new host keys are accepted once, changed ones refused). The remote login
 /// shell must be POSIX. Not a sandbox: the remote side is a real machine.
 ///
-/// Killing the local `ssh` client (timeout, cancel) closes the connection;
-/// a remote command that ignores the hang-up may outlive it.
+/// Commands end with the connection: the local `ssh` client runs under the
+/// supervisor like a local command (so it dies with the agent), and the
+/// remote shell starts a watcher ([`CONNECTION_WATCH`]) that kills the
+/// command's process group once the connection's sshd process is gone
+/// (killed client, timeout, cancel, dead agent). Without a terminal sshd
+/// itself leaves the command running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshBackend {
     /// Connection settings.
@@ -81,7 +98,7 @@ impl SshBackend {
                 request.program
             )));
         }
-        let mut line = format!("cd {} && exec", shell_quote(&cwd));
+        let mut line = format!("cd {} && {CONNECTION_WATCH} && exec", shell_quote(&cwd));
         if !request.env.is_empty() {
             line.push_str(" env");
             for (name, value) in &request.env {
@@ -125,42 +142,53 @@ impl Backend for SshBackend {
             )));
         }
         let remote = self.remote_command(request)?;
-        let mut command = Command::new("ssh");
         // LogLevel=ERROR keeps "Permanently added … to known hosts" out of the command's stderr.
-        command.args([
+        let mut args: Vec<String> = [
             "-T",
             "-o",
             "BatchMode=yes",
             "-o",
             "StrictHostKeyChecking=accept-new",
-        ]);
-        command.args(["-o", "LogLevel=ERROR"]);
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        .map(str::to_owned)
+        .into();
         if let Some(known_hosts) = &config.known_hosts {
-            command
-                .arg("-o")
-                .arg(format!("UserKnownHostsFile={}", known_hosts.display()));
+            args.push("-o".to_owned());
+            args.push(format!("UserKnownHostsFile={}", path_text(known_hosts)?));
         }
         for option in &config.extra_options {
-            command.arg("-o").arg(option);
+            args.push("-o".to_owned());
+            args.push(option.clone());
         }
-        command.arg("-p").arg(config.port.to_string());
+        args.push("-p".to_owned());
+        args.push(config.port.to_string());
         if let Some(identity) = &config.identity_file {
-            command
-                .arg("-i")
-                .arg(identity)
-                .args(["-o", "IdentitiesOnly=yes"]);
+            args.push("-i".to_owned());
+            args.push(path_text(identity)?.to_owned());
+            args.push("-o".to_owned());
+            args.push("IdentitiesOnly=yes".to_owned());
         }
         let destination = if config.user.is_empty() {
             config.host.clone()
         } else {
             format!("{}@{}", config.user, config.host)
         };
-        command.arg(destination).arg("--").arg(remote);
+        args.extend([destination, "--".to_owned(), remote]);
+        let mut command = local_command("ssh", &args);
         // The request's variables go to the remote command (above), not to the
         // local client; the client only needs its agent socket.
         scrub_env(&mut command, &["SSH_AUTH_SOCK"], &[]);
         Ok(command)
     }
+}
+
+/// `path` as text for an ssh argument.
+fn path_text(path: &Path) -> Result<&str, ExecError> {
+    path.to_str().ok_or_else(|| {
+        ExecError::Failed(format!("ssh path is not valid UTF-8: {}", path.display()))
+    })
 }
 
 #[cfg(test)]
@@ -205,7 +233,9 @@ mod tests {
         assert_eq!(args[n - 2], "--");
         assert_eq!(
             args[n - 1],
-            "cd '/srv/my dir' && exec env 'X=a b' sh -c 'echo '\\''hi'\\'' $X'"
+            format!(
+                "cd '/srv/my dir' && {CONNECTION_WATCH} && exec env 'X=a b' sh -c 'echo '\\''hi'\\'' $X'"
+            )
         );
     }
 
@@ -216,7 +246,10 @@ mod tests {
         let command = SshBackend::new(config)
             .command(&ExecRequest::new("ls", vec![], "/local"))
             .unwrap();
-        assert_eq!(args(&command).last().unwrap(), "cd /remote && exec ls");
+        assert_eq!(
+            args(&command).last().unwrap(),
+            &format!("cd /remote && {CONNECTION_WATCH} && exec ls")
+        );
     }
 
     #[test]

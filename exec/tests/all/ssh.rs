@@ -3,121 +3,20 @@
 //! client is not installed (Debian: openssh-server, openssh-client).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::path::Path;
 
 use crate::common::{eventually, sh};
 use talaria_exec::{Backend, ExecOutput, ExecRequest, SshBackend, SshConfig, run};
+use talaria_testkit::sshd::Sshd;
 use tokio_util::sync::CancellationToken;
 
-const SSHD: &str = "/usr/sbin/sshd";
-
-/// An sshd child, killed when dropped.
-struct Sshd {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn installed() -> bool {
-    let missing: Vec<&str> = [SSHD, "ssh", "ssh-keygen"]
-        .into_iter()
-        .filter(|program| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {program}")])
-                .stdout(Stdio::null())
-                .status()
-                .map_or(true, |s| !s.success())
-        })
-        .collect();
-    if !missing.is_empty() {
-        eprintln!("SKIPPED: ssh tests need {missing:?} (Debian: openssh-server, openssh-client)");
-    }
-    missing.is_empty()
-}
-
-fn keygen(path: &Path) {
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "talaria-test", "-f"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn current_user() -> String {
-    let out = Command::new("id").arg("-un").output().unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts sshd on a free loopback port with keys in `dir` and waits until it
-/// accepts connections. Returns it with a config for the backend.
-async fn start_sshd(dir: &Path) -> (Sshd, SshConfig) {
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("user_key"));
-    std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
-    // sshd refuses to start without its privilege separation directory.
-    let _ = std::fs::create_dir_all("/run/sshd");
-    let port = free_port();
-    let config = format!(
-        "Port {port}\n\
-         ListenAddress 127.0.0.1\n\
-         HostKey {dir}/host_key\n\
-         AuthorizedKeysFile {dir}/authorized_keys\n\
-         PidFile {dir}/sshd.pid\n\
-         StrictModes no\n\
-         UsePAM no\n\
-         PasswordAuthentication no\n\
-         KbdInteractiveAuthentication no\n\
-         PubkeyAuthentication yes\n\
-         PermitRootLogin yes\n",
-        dir = dir.display()
-    );
-    let config_file = dir.join("sshd_config");
-    std::fs::write(&config_file, config).unwrap();
-    let log = dir.join("sshd.log");
-    let child = Command::new(SSHD)
-        .arg("-D")
-        .arg("-e")
-        .arg("-f")
-        .arg(&config_file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut sshd = Sshd { child, log };
-    eventually("sshd to accept connections", || {
-        if let Some(status) = sshd.child.try_wait().unwrap() {
-            panic!(
-                "sshd exited with {status}: {}",
-                std::fs::read_to_string(&sshd.log).unwrap_or_default()
-            );
-        }
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
-    })
-    .await;
-
-    let mut ssh = SshConfig::new("127.0.0.1", current_user());
-    ssh.port = port;
-    ssh.identity_file = Some(dir.join("user_key"));
-    ssh.known_hosts = Some(dir.join("known_hosts"));
+/// Starts sshd with keys in `dir`; returns it with a config for the backend.
+fn start_sshd(dir: &Path) -> (Sshd, SshConfig) {
+    let sshd = Sshd::start(dir).unwrap();
+    let mut ssh = SshConfig::new("127.0.0.1", sshd.user.clone());
+    ssh.port = sshd.port;
+    ssh.identity_file = Some(sshd.identity_file.clone());
+    ssh.known_hosts = Some(sshd.known_hosts.clone());
     ssh.extra_options = vec!["ConnectTimeout=30".into()];
     (sshd, ssh)
 }
@@ -134,18 +33,18 @@ async fn run_ssh(config: &SshConfig, request: &ExecRequest, sshd: &Sshd) -> Exec
         out.status.is_some() && out.status != Some(255),
         "ssh failed: {}\nsshd log: {}",
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(&sshd.log).unwrap_or_default()
+        sshd.log()
     );
     out
 }
 
 #[tokio::test]
 async fn round_trip_through_a_real_sshd() {
-    if !installed() {
+    if !Sshd::installed() {
         return;
     }
     let keys = tempfile::tempdir().unwrap();
-    let (sshd, config) = start_sshd(keys.path()).await;
+    let (sshd, config) = start_sshd(keys.path());
     assert!(!SshBackend::new(config.clone()).sandboxed());
 
     // The request's cwd is used remotely (here the same machine).
@@ -197,4 +96,76 @@ async fn round_trip_through_a_real_sshd() {
         String::from_utf8(out.stdout).unwrap(),
         "hi there|it's a $test|from stdin"
     );
+}
+
+/// Live processes (not zombies) whose command line contains `marker`.
+fn running_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (state != "Z" && cmdline.contains(marker)).then_some(cmdline)
+        })
+        .collect()
+}
+
+/// Without a terminal sshd leaves a remote command running when the
+/// connection goes; the watcher kills the command's whole group then, both
+/// for a cancelled command and for what a finished one left behind.
+#[tokio::test]
+async fn remote_commands_end_with_the_connection() {
+    if !Sshd::installed() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let (sshd, config) = start_sshd(keys.path());
+    let work = tempfile::tempdir().unwrap();
+    let backend = SshBackend::new(config.clone());
+    // Sleep durations no other process uses, to find exactly these processes.
+    let marker = format!("{}.75", 500_000 + std::process::id() % 100_000);
+
+    // Cancelled while running (the local client is killed, as when the agent dies).
+    let cancel = CancellationToken::new();
+    let running = {
+        let request = sh(&format!("sleep 1{marker} & sleep 2{marker}"), work.path());
+        let cancel = cancel.clone();
+        let backend = backend.clone();
+        tokio::spawn(async move { run(&backend, &request, &cancel).await })
+    };
+    eventually("both remote sleeps to start", || {
+        ["1", "2"]
+            .iter()
+            .all(|n| !running_with(&format!("sleep {n}{marker}")).is_empty())
+    })
+    .await;
+    cancel.cancel();
+    assert!(matches!(
+        running.await.unwrap(),
+        Err(talaria_exec::ExecError::Cancelled)
+    ));
+    eventually("the remote sleeps to end with the connection", || {
+        running_with(&marker).is_empty()
+    })
+    .await;
+
+    // Finished, leaving a detached child behind: it goes with the connection.
+    let request = sh(
+        &format!("sleep 3{marker} </dev/null >/dev/null 2>&1 & echo done"),
+        work.path(),
+    );
+    let out = run_ssh(&config, &request, &sshd).await;
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "done\n");
+    eventually("the left-over sleep to end with the connection", || {
+        running_with(&marker).is_empty()
+    })
+    .await;
 }
