@@ -126,6 +126,7 @@ impl Agent {
                 })
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
+        let approver_can_answer = approver.can_answer();
         let exec = exec_services(
             &settings.config.terminal,
             &settings.config.approvals,
@@ -183,8 +184,9 @@ impl Agent {
         // execute_code calls back into the dispatcher, which is built below.
         let code_tools = ToolsHandle::new();
         // Scripts need the user's approval outside a sandbox or yolo mode.
-        let someone_can_approve =
-            !settings.yolo && settings.config.approvals.mode == ApprovalMode::Ask;
+        let someone_can_approve = !settings.yolo
+            && settings.config.approvals.mode == ApprovalMode::Ask
+            && approver_can_answer;
         if ExecuteCodeTool::offered(&exec, someone_can_approve) {
             native.push(Arc::new(ExecuteCodeTool::new(
                 &exec,

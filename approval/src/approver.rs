@@ -37,6 +37,12 @@ pub struct ApprovalRequest {
 pub trait Approver: Send + Sync {
     /// Asks the user and returns their decision. The policy applies its own timeout.
     async fn ask(&self, request: &ApprovalRequest) -> Decision;
+
+    /// Whether anyone could answer at all: tools that cannot work without an
+    /// answer are left out of the model's list when nobody can.
+    fn can_answer(&self) -> bool {
+        true
+    }
 }
 
 /// Denies everything: for surfaces where nobody can answer (cron jobs, public webhooks,
@@ -49,5 +55,9 @@ pub struct DenyAll;
 impl Approver for DenyAll {
     async fn ask(&self, _request: &ApprovalRequest) -> Decision {
         Decision::Unavailable
+    }
+
+    fn can_answer(&self) -> bool {
+        false
     }
 }

@@ -37,14 +37,22 @@ impl Approver for TerminalApprover {
             .await
             .unwrap_or(Decision::Deny)
     }
+
+    fn can_answer(&self) -> bool {
+        open_tty().is_ok()
+    }
 }
 
-fn ask_on_tty(request: &ApprovalRequest) -> Decision {
-    let Ok(tty) = std::fs::OpenOptions::new()
+/// The controlling terminal, where questions are asked.
+fn open_tty() -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-    else {
+}
+
+fn ask_on_tty(request: &ApprovalRequest) -> Decision {
+    let Ok(tty) = open_tty() else {
         // No terminal: nobody was asked, and the refusal must say so.
         return Decision::Unavailable;
     };

@@ -333,7 +333,10 @@ fn mistakes_of_the_model_reach_it_as_tool_results() {
         Step::text("fixed"),
     ]))
     .unwrap();
-    let output = run(query(&home, "hi", &openai_args(&server)));
+    // Under yolo every tool is offered, with or without a terminal to ask in.
+    let mut args = openai_args(&server);
+    args.push("--yolo".to_owned());
+    let output = run(query(&home, "hi", &args));
     assert_code(&output, 0);
     let requests = server.requests();
     assert_tool_calls_paired(&requests);

@@ -285,10 +285,11 @@ fn under_deny_on_local_execute_code_is_not_offered_and_deletes_nothing() {
     );
 }
 
+/// Without a terminal (as in CI) the tool is not offered; when the tests run
+/// in one, the question is asked there and times out.
 #[test]
-fn under_ask_with_nobody_to_answer_a_script_is_refused_and_never_runs() {
+fn under_ask_with_nobody_to_answer_a_script_is_not_offered_or_refused() {
     let home = Home::new();
-    // No terminal answers here; should one exist, the question times out.
     home.write_config(&format!(
         "{FAST_RETRIES}approvals:\n  mode: ask\n  timeout_secs: 1\n"
     ));
@@ -302,11 +303,22 @@ fn under_ask_with_nobody_to_answer_a_script_is_refused_and_never_runs() {
     let output = run(home.query_in(work.path(), &server, "do it", &[]));
     assert_code(&output, 0);
     let seen = results(&server, 1);
-    assert!(seen[0].contains("the script was not run"), "{seen:?}");
-    assert!(
-        seen[0].contains("runs a Python script with your rights"),
-        "{seen:?}"
-    );
+    let tools = server.requests()[0].tools_raw();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .is_ok();
+    if terminal {
+        assert!(seen[0].contains("the script was not run"), "{seen:?}");
+        assert!(
+            seen[0].contains("runs a Python script with your rights"),
+            "{seen:?}"
+        );
+    } else {
+        assert!(!tools.contains("\"execute_code\""), "{tools}");
+        assert!(seen[0].contains("Unknown tool 'execute_code'"), "{seen:?}");
+    }
     assert_eq!(
         std::fs::read_to_string(victim.path().join("precious/data.txt")).unwrap(),
         "keep me"
