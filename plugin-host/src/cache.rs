@@ -36,7 +36,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::files::{read_regular, require_regular};
-use crate::kv::{hex, write_atomically};
+use crate::kv::{hex, write_atomically, write_atomically_shared};
 use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
 
 /// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
@@ -260,11 +260,11 @@ impl CompileCache {
             let Some(body) = unseal(key, &name, &sealed) else {
                 continue;
             };
-            write_atomically(&out.join(&name), body)?;
+            write_atomically_shared(&out.join(&name), body)?;
             list.push_str(&format!("{}  {name}\n", blake3::hash(body).to_hex()));
             written.push(name);
         }
-        write_atomically(&out.join(PREBUILT_DIGESTS), list.as_bytes())?;
+        write_atomically_shared(&out.join(PREBUILT_DIGESTS), list.as_bytes())?;
         Ok(written)
     }
 }

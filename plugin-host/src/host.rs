@@ -43,6 +43,7 @@ mod tool_specs;
 
 pub(crate) use placed::{Placed, canonical_cwd, names};
 use tool_specs::convert_specs;
+#[cfg(any(feature = "extism", feature = "native"))]
 pub(crate) use tool_specs::validate_tools;
 
 /// How the scheduler may run a tool's calls (from the plugin's `tool-flags`).

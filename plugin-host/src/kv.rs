@@ -116,7 +116,20 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
 /// and a rename, so readers see the old or the new content, never a part.
+/// The file is created 0600: it is in the profile home (plugin stores, the
+/// compile cache).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o600)
+}
+
+/// [`write_atomically`] for what others read (a distribution's prebuilt
+/// plugins): the mode follows the umask.
+pub(crate) fn write_atomically_shared(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(path, bytes, 0o666)
+}
+
+fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path
         .file_name()
@@ -128,7 +141,11 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         .unwrap_or(0);
     let tmp = dir.join(format!(".{file_name}.{}.{nonce}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);

@@ -8,13 +8,35 @@ use sha2::{Digest as _, Sha256};
 use crate::error::RegistryError;
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a reader
-/// sees the old content or the new, never half of it.
+/// sees the old content or the new, never half of it. The file's mode follows
+/// the umask: for what is published to others (an index, its archives).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    write_atomic_with_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomic`] for a file of the profile home (lockfile, index
+/// settings): created 0600, readable by its user only.
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    write_atomic_with_mode(path, bytes, 0o600)
+}
+
+fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), RegistryError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(RegistryError::io(parent))?;
     }
     let temp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&temp, bytes).map_err(RegistryError::io(&temp))?;
+    // A leftover would keep its old mode.
+    let _ = std::fs::remove_file(&temp);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(RegistryError::io(&temp))?;
     std::fs::rename(&temp, path).map_err(|source| {
         let _ = std::fs::remove_file(&temp);
         RegistryError::Io {

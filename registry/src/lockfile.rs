@@ -109,7 +109,7 @@ impl Lockfile {
             plugins: self.plugins.clone(),
         })
         .map_err(|e| RegistryError::Settings(e.to_string()))?;
-        crate::fsutil::write_atomic(&self.path, format!("{HEADER}{text}").as_bytes())
+        crate::fsutil::write_atomic_private(&self.path, format!("{HEADER}{text}").as_bytes())
     }
 }
 
@@ -135,6 +135,11 @@ mod tests {
             });
         }
         lock.save().unwrap();
+        // It lives in the profile home: private to its user, whatever the umask.
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
         let again = Lockfile::load(&path).unwrap();
         let names: Vec<&str> = again.plugins().iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["alpha", "zeta"]);

@@ -124,6 +124,6 @@ impl IndexList {
             indexes: self.indexes.clone(),
         })
         .map_err(|e| RegistryError::Settings(e.to_string()))?;
-        crate::fsutil::write_atomic(&self.path, text.as_bytes())
+        crate::fsutil::write_atomic_private(&self.path, text.as_bytes())
     }
 }

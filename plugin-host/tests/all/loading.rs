@@ -31,6 +31,19 @@ async fn second_load_deserialises_without_compiling() {
             .count(),
         1
     );
+    // The cache is part of the profile home: private to its user.
+    let memo = std::fs::read_dir(root.path().join("cache/sources"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for file in [root.path().join("cache").join(&cached[0]), memo] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&file).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
     let name = &cached[0];
     assert!(name.ends_with(".cwasm"), "{name}");
     let (digest, engine) = name.trim_end_matches(".cwasm").split_once('-').unwrap();
