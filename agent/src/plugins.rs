@@ -315,16 +315,32 @@ pub async fn load_plugins(
             return session;
         }
     };
-    let mut loaded: Vec<LoadedPlugin> = Vec::new();
-    for found in wanted {
-        if let Some(refusal) = refusal(found) {
-            notices.push(refusal);
-            continue;
-        }
+    // Loaded side by side (reading, verifying and deserialising compiled
+    // components is most of a warm start), then taken in discovery order so
+    // the first plugin keeps a clashing name whichever finished first.
+    let attempts = futures_util::future::join_all(wanted.iter().map(|found| {
+        let host = &host;
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
             store.grants_for(&found.manifest, &found.grant_source)
         });
-        let plugin = match host.load(&found.dir, &grants).await {
+        async move {
+            match refusal(found) {
+                Some(refusal) => Err(refusal),
+                None => Ok(host.load(&found.dir, &grants).await),
+            }
+        }
+    }))
+    .await;
+    let mut loaded: Vec<LoadedPlugin> = Vec::new();
+    for (found, attempt) in wanted.iter().zip(attempts) {
+        let loaded_plugin = match attempt {
+            Ok(loaded_plugin) => loaded_plugin,
+            Err(refusal) => {
+                notices.push(refusal);
+                continue;
+            }
+        };
+        let plugin = match loaded_plugin {
             Ok(plugin) => plugin,
             Err(error) => {
                 notices.push(format!(

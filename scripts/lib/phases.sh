@@ -1,0 +1,38 @@
+# Sourced by .ci/run and scripts/test: `phase NAME command…` runs a command as
+# a named phase, and when the script ends (also on failure) a table of every
+# phase's time is printed, the phase that failed marked as such. CI has a
+# fixed budget: the table says where it went.
+
+_phase_names=()
+_phase_seconds=()
+_phase_current=""
+_phase_started=0
+
+phase() {
+  _phase_current=$1
+  _phase_started=$SECONDS
+  shift
+  "$@"
+  _phase_names+=("$_phase_current")
+  _phase_seconds+=($((SECONDS - _phase_started)))
+  _phase_current=""
+}
+
+_phase_line() {
+  printf '  %-52s %3dm%02ds%s\n' "$1" $(($2 / 60)) $(($2 % 60)) "${3:-}" >&2
+}
+
+_phase_report() {
+  echo >&2
+  echo "phase times ($1):" >&2
+  local i
+  for i in "${!_phase_names[@]}"; do
+    _phase_line "${_phase_names[$i]}" "${_phase_seconds[$i]}"
+  done
+  if [[ -n $_phase_current ]]; then
+    _phase_line "$_phase_current" $((SECONDS - _phase_started)) "  (failed)"
+  fi
+  _phase_line "total" "$SECONDS"
+}
+
+trap '_phase_report "$(basename "$0")"' EXIT
