@@ -1,5 +1,5 @@
-//! Plugin call overhead: cold compile, load from the compile cache, warm
-//! instantiation from the `InstancePre`, and per-call cost of the `noop`
+//! Plugin call overhead: cold compile, load from the compile cache, an
+//! Extism module's load (compiled in every process), warm instantiation from the `InstancePre`, and per-call cost of the `noop`
 //! plugin (fresh instance per call, as `PluginTools` does, and a kept instance).
 //!
 //! `cargo bench -p talaria-plugin-host --bench plugin_calls` (set
@@ -130,6 +130,29 @@ async fn run() -> Result<()> {
             stats(samples),
             "",
         ));
+    }
+
+    // Extism modules are compiled in every process: their compiled form is
+    // not cached on disk (nothing would verify it), so this is each start's cost.
+    let extism_dir = root.join("test/extism-probe");
+    if extism_dir.join("plugin.wasm").is_file() {
+        let mut samples = Vec::new();
+        for i in 0..5 {
+            let host = PluginHost::new(HostOptions::new(
+                scratch.path().join(format!("extism-{i}")),
+                scratch.path().join("data"),
+            ))?;
+            let start = Instant::now();
+            host.load(&extism_dir, &grants(&extism_dir)?).await?;
+            samples.push(start.elapsed());
+        }
+        rows.push((
+            "load extism-probe (compiled in every process)".into(),
+            stats(samples),
+            "",
+        ));
+    } else {
+        eprintln!("no extism-probe row: run scripts/build-probes first");
     }
 
     let noop = host.load(&noop_dir, &Grants::none()).await?;
