@@ -39,6 +39,9 @@ use crate::files::{read_regular, require_regular};
 use crate::kv::{hex, write_atomically, write_atomically_shared};
 use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
 
+/// Where Extism modules' tool lists are kept, in the cache directory.
+const DESCRIBED_DIR: &str = "described";
+
 /// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
 pub const PREBUILT_DIGESTS: &str = "B3SUMS";
 
@@ -192,7 +195,9 @@ impl CompileCache {
         if let Some(key) = self.key.existing()
             && let Ok((sealed, _)) = read_regular(&path)
         {
-            match unseal(&key, name, &sealed).map(|body| deserialize_verified(engine, body)) {
+            match unseal(&key, Purpose::Compiled, name, &sealed)
+                .map(|body| deserialize_verified(engine, body))
+            {
                 Some(Ok(component)) => {
                     self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
                     return Some((component, Origin::Cached));
@@ -233,9 +238,31 @@ impl CompileCache {
         let component = deserialize_verified(engine, &compiled)
             .map_err(|e| format!("loading the compiled component: {}", error_text(&e)))?;
         if let Ok(key) = self.key.get_or_create() {
-            let _ = write_atomically(&self.dir.join(&name), &seal(&key, &name, compiled));
+            let _ = write_atomically(
+                &self.dir.join(&name),
+                &seal(&key, Purpose::Compiled, &name, compiled),
+            );
         }
         Ok((component, Origin::Compiled))
+    }
+
+    /// An Extism module's tool list stored by [`Self::store_described`] as `name`, if its MAC
+    /// verifies: a planted list could claim a tool is read-only, or say anything to the model.
+    pub(crate) fn described(&self, name: &str) -> Option<Vec<u8>> {
+        let key = self.key.existing()?;
+        let (sealed, _) = read_regular(&self.dir.join(DESCRIBED_DIR).join(name)).ok()?;
+        unseal(&key, Purpose::Described, name, &sealed).map(<[u8]>::to_vec)
+    }
+
+    /// Remembers an Extism module's tool list as `name` (a failure only costs a compilation
+    /// and `describe` at the next start).
+    pub(crate) fn store_described(&self, name: &str, list: &[u8]) {
+        let Ok(key) = self.key.get_or_create() else {
+            return;
+        };
+        let dir = self.dir.join(DESCRIBED_DIR);
+        let sealed = seal(&key, Purpose::Described, name, list.to_vec());
+        let _ = create_private_dir(&dir).and_then(|()| write_atomically(&dir.join(name), &sealed));
     }
 
     /// Writes every compiled component of this cache whose MAC verifies into `out` as a
@@ -257,7 +284,7 @@ impl CompileCache {
             let Ok((sealed, _)) = read_regular(&self.dir.join(&name)) else {
                 continue;
             };
-            let Some(body) = unseal(key, &name, &sealed) else {
+            let Some(body) = unseal(key, Purpose::Compiled, &name, &sealed) else {
                 continue;
             };
             write_atomically_shared(&out.join(&name), body)?;

@@ -43,15 +43,21 @@ const CANCEL_SETTLE: Duration = Duration::from_millis(5);
 /// memory limit.
 const MAX_HTTP_RESPONSE_BYTES: u64 = 16 << 20;
 
-/// A loaded Extism plugin.
+/// A loaded Extism plugin. Compiling a module takes a fifth of a second
+/// (measured: `plugin_calls` bench) in every process, so it happens on first
+/// use: at load only when its tool list is not remembered
+/// ([`ExtismPlugin::described_name`]), else in the background once the
+/// plugin is placed in a working directory ([`ExtismPlugin::prepare`]).
 pub(crate) struct ExtismPlugin {
     /// The manifest every call starts from (no directories yet).
     base: extism::Manifest,
     /// wasmtime's cache configuration (a file in the host's cache directory).
     cache_config: Option<PathBuf>,
     /// Compiled for calls without directories (`describe`, plugins granted no
-    /// filesystem).
-    bare: Arc<CompiledPlugin>,
+    /// filesystem), on first use.
+    bare: OnceLock<Result<Arc<CompiledPlugin>, String>>,
+    /// Names the module's tool list in the cache: what `describe` sees.
+    described_name: String,
 }
 
 /// A plugin placed in one working directory: compiled, on first use, with
@@ -135,13 +141,9 @@ fn compile(
 }
 
 impl ExtismPlugin {
-    /// Compiles `wasm` with the plugin's limits, hosts and config (blocking:
-    /// call it on a blocking thread).
-    pub(crate) fn compile(
-        shared: &PluginShared,
-        wasm: Vec<u8>,
-        cache_config: Option<PathBuf>,
-    ) -> Result<Self, String> {
+    /// The plugin for `wasm` with the plugin's limits, hosts and config; nothing
+    /// is compiled yet.
+    pub(crate) fn new(shared: &PluginShared, wasm: Vec<u8>, cache_config: Option<PathBuf>) -> Self {
         let mut config = shared.config.clone();
         for name in &shared.caps.env {
             if let Ok(value) = std::env::var(name) {
@@ -149,41 +151,97 @@ impl ExtismPlugin {
             }
         }
         let pages = shared.limits.memory_mb.saturating_mul(16);
+        let hosts: Vec<String> = shared
+            .caps
+            .network
+            .iter()
+            .filter_map(|p| host_glob(p))
+            .collect();
+        // Everything `describe` runs with; variable values only enter the hash.
+        let settings = serde_json::json!({
+            "config": config,
+            "hosts": hosts,
+            "pages": pages,
+            "timeout_ms": shared.limits.timeout_ms,
+        });
+        let described_name = format!(
+            "{}.json",
+            blake3::Hasher::new()
+                .update(&wasm)
+                .update(settings.to_string().as_bytes())
+                .finalize()
+                .to_hex()
+        );
         let mut base = extism::Manifest::new([Wasm::data(wasm)])
             .with_memory_max(pages)
             .with_timeout(shared.timeout())
-            .with_allowed_hosts(shared.caps.network.iter().filter_map(|p| host_glob(p)))
+            .with_allowed_hosts(hosts.into_iter())
             .with_config(config.into_iter());
         base.memory.max_http_response_bytes =
             Some(MAX_HTTP_RESPONSE_BYTES.min(u64::from(shared.limits.memory_mb) << 20));
-        let bare = compile(base.clone(), cache_config.as_deref())?;
-        let plugin = extism::Plugin::new_from_compiled(&bare).map_err(|e| format!("{e:#}"))?;
-        for export in ["describe", "call"] {
-            if !plugin.function_exists(export) {
-                return Err(format!(
-                    "the module does not export `{export}` (the Extism tool ABI needs \
-                     `describe` and `call`)"
-                ));
-            }
-        }
-        Ok(Self {
+        Self {
             base,
             cache_config,
-            bare: Arc::new(bare),
-        })
+            bare: OnceLock::new(),
+            described_name,
+        }
+    }
+
+    /// The name the module's tool list is remembered under: a hash of the
+    /// module and of the settings `describe` runs with.
+    pub(crate) fn described_name(&self) -> &str {
+        &self.described_name
+    }
+
+    /// The module compiled without directories, checked for the tool ABI's
+    /// exports (compiled now if need be: blocking, call it on a blocking thread).
+    pub(crate) fn bare(&self) -> Result<Arc<CompiledPlugin>, String> {
+        self.bare
+            .get_or_init(|| {
+                let bare = compile(self.base.clone(), self.cache_config.as_deref())?;
+                let plugin =
+                    extism::Plugin::new_from_compiled(&bare).map_err(|e| format!("{e:#}"))?;
+                for export in ["describe", "call"] {
+                    if !plugin.function_exists(export) {
+                        return Err(format!(
+                            "the module does not export `{export}` (the Extism tool ABI needs \
+                             `describe` and `call`)"
+                        ));
+                    }
+                }
+                Ok(Arc::new(bare))
+            })
+            .clone()
     }
 
     /// Runs `describe` in a fresh plugin; the raw tool list.
-    pub(crate) async fn describe(&self, shared: &Arc<PluginShared>) -> Result<Vec<u8>, CallError> {
-        run(
-            self.bare.clone(),
-            shared,
-            "describe",
-            Vec::new(),
-            "describe",
-            None,
-        )
-        .await
+    pub(crate) async fn describe(
+        self: &Arc<Self>,
+        shared: &Arc<PluginShared>,
+    ) -> Result<Vec<u8>, CallError> {
+        let this = self.clone();
+        let bare = tokio::task::spawn_blocking(move || this.bare())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r)
+            .map_err(|message| CallError::Host {
+                plugin: shared.name.clone(),
+                message: format!("compiling: {message}"),
+            })?;
+        run(bare, shared, "describe", Vec::new(), "describe", None).await
+    }
+
+    /// Starts compiling, on a thread of its own, what calls in `sandbox` will
+    /// need, so the first call does not wait for all of it.
+    pub(crate) fn prepare(self: &Arc<Self>, placement: &Placement, sandbox: &Sandbox) {
+        let this = self.clone();
+        let placement = Placement(placement.0.clone());
+        let sandbox = sandbox.clone();
+        let _ = std::thread::Builder::new()
+            .name("extism compile".to_owned())
+            .spawn(move || {
+                let _ = this.compiled_for(&placement, &sandbox);
+            });
     }
 
     /// The compiled plugin for calls in `sandbox` (compiled on first use when
@@ -194,7 +252,7 @@ impl ExtismPlugin {
         sandbox: &Sandbox,
     ) -> Result<Arc<CompiledPlugin>, String> {
         if sandbox.preopens.is_empty() {
-            return Ok(self.bare.clone());
+            return self.bare();
         }
         placement
             .0

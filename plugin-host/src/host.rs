@@ -204,7 +204,8 @@ impl LoadedPlugin {
         self.inner.manifest.runtime
     }
 
-    /// Whether the component came from the compile cache (nothing compiled).
+    /// Whether the component came from the compile cache, or an Extism
+    /// module's tool list was remembered (nothing compiled at load).
     pub fn from_cache(&self) -> bool {
         self.inner.origin == Origin::Cached
     }
@@ -574,7 +575,7 @@ impl PluginHost {
             plugin: name.clone(),
             message: format!("loading task failed: {e}"),
         };
-        let (backend, tools) = match manifest.runtime {
+        let (backend, tools, origin) = match manifest.runtime {
             #[cfg(feature = "extism")]
             Runtime::Extism => {
                 let (wasm, _) =
@@ -588,25 +589,37 @@ impl PluginHost {
                     .extism_cache
                     .get_or_init(|| crate::extism_rt::cache_config(&self.inner.cache_dir))
                     .clone();
-                let for_compile = shared.clone();
-                let plugin = tokio::task::spawn_blocking(move || {
-                    crate::extism_rt::ExtismPlugin::compile(&for_compile, wasm, cache)
-                })
-                .await
-                .map_err(blocking_failed)?
-                .map_err(|message| LoadError::Extism {
-                    plugin: name.clone(),
-                    message: format!("{}: {message}", file.display()),
-                })?;
-                let raw = plugin
-                    .describe(&shared)
-                    .await
-                    .map_err(|e| LoadError::ListTools {
-                        plugin: name.clone(),
-                        message: format!("describe failed: {e}"),
-                    })?;
-                let tools = crate::described::parse_tools(&name, &raw)?;
-                (Backend::Extism(Arc::new(plugin)), tools)
+                let plugin = Arc::new(crate::extism_rt::ExtismPlugin::new(&shared, wasm, cache));
+                let remembered = self.inner.cache.described(plugin.described_name());
+                let (tools, origin) = match remembered
+                    .and_then(|raw| crate::described::parse_tools(&name, &raw).ok())
+                {
+                    Some(tools) => (tools, Origin::Cached),
+                    None => {
+                        let for_compile = plugin.clone();
+                        tokio::task::spawn_blocking(move || for_compile.bare())
+                            .await
+                            .map_err(blocking_failed)?
+                            .map_err(|message| LoadError::Extism {
+                                plugin: name.clone(),
+                                message: format!("{}: {message}", file.display()),
+                            })?;
+                        let raw =
+                            plugin
+                                .describe(&shared)
+                                .await
+                                .map_err(|e| LoadError::ListTools {
+                                    plugin: name.clone(),
+                                    message: format!("describe failed: {e}"),
+                                })?;
+                        let tools = crate::described::parse_tools(&name, &raw)?;
+                        self.inner
+                            .cache
+                            .store_described(plugin.described_name(), &raw);
+                        (tools, Origin::Compiled)
+                    }
+                };
+                (Backend::Extism(plugin), tools, origin)
             }
             #[cfg(feature = "native")]
             Runtime::Native => {
@@ -629,7 +642,7 @@ impl PluginHost {
                 .await
                 .map_err(blocking_failed)??;
                 let tools = crate::described::parse_tools(&name, &raw)?;
-                (Backend::Native(Arc::new(library)), tools)
+                (Backend::Native(Arc::new(library)), tools, Origin::Compiled)
             }
             other => {
                 return Err(LoadError::Unsupported {
@@ -663,7 +676,7 @@ impl PluginHost {
             commands: Vec::new(),
             skins_pre: None,
             skins: Vec::new(),
-            origin: Origin::Compiled,
+            origin,
             host: self.inner.clone(),
             backend,
         };

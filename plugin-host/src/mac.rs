@@ -26,6 +26,8 @@ pub(crate) enum Purpose {
     Compiled,
     /// A remembered component digest, named by the component's path.
     Memo,
+    /// An Extism module's tool list, named by the module and its settings.
+    Described,
 }
 
 impl Purpose {
@@ -33,6 +35,7 @@ impl Purpose {
         match self {
             Purpose::Compiled => b"talaria compiled component v1",
             Purpose::Memo => b"talaria component digest memo v1",
+            Purpose::Described => b"talaria extism tool list v1",
         }
     }
 }
@@ -136,21 +139,31 @@ pub(crate) fn mac(key: &[u8; KEY_LEN], purpose: Purpose, name: &[u8], body: &[u8
     hasher.finalize()
 }
 
-/// `body` followed by its MAC as `name`.
-pub(crate) fn seal(key: &[u8; KEY_LEN], name: &str, mut body: Vec<u8>) -> Vec<u8> {
-    let tag = mac(key, Purpose::Compiled, name.as_bytes(), &body);
+/// `body` followed by its MAC as `name`, for `purpose`.
+pub(crate) fn seal(
+    key: &[u8; KEY_LEN],
+    purpose: Purpose,
+    name: &str,
+    mut body: Vec<u8>,
+) -> Vec<u8> {
+    let tag = mac(key, purpose, name.as_bytes(), &body);
     body.extend_from_slice(tag.as_bytes());
     body
 }
 
-/// The body of `sealed` if its MAC as `name` verifies (compared in constant time).
-pub(crate) fn unseal<'a>(key: &[u8; KEY_LEN], name: &str, sealed: &'a [u8]) -> Option<&'a [u8]> {
+/// The body of `sealed` if its MAC as `name`, for `purpose`, verifies
+/// (compared in constant time).
+pub(crate) fn unseal<'a>(
+    key: &[u8; KEY_LEN],
+    purpose: Purpose,
+    name: &str,
+    sealed: &'a [u8],
+) -> Option<&'a [u8]> {
     let split = sealed.len().checked_sub(MAC_LEN)?;
     let (body, tag) = sealed.split_at(split);
     let tag: [u8; MAC_LEN] = tag.try_into().ok()?;
     // `blake3::Hash` compares in constant time.
-    (blake3::Hash::from_bytes(tag) == mac(key, Purpose::Compiled, name.as_bytes(), body))
-        .then_some(body)
+    (blake3::Hash::from_bytes(tag) == mac(key, purpose, name.as_bytes(), body)).then_some(body)
 }
 
 #[cfg(test)]
@@ -181,18 +194,41 @@ mod tests {
     #[test]
     fn a_seal_verifies_only_under_its_key_and_name() {
         let key = [7u8; KEY_LEN];
-        let sealed = seal(&key, "a.cwasm", b"compiled".to_vec());
-        assert_eq!(unseal(&key, "a.cwasm", &sealed), Some(&b"compiled"[..]));
+        let sealed = seal(&key, Purpose::Compiled, "a.cwasm", b"compiled".to_vec());
         assert_eq!(
-            unseal(&[8u8; KEY_LEN], "a.cwasm", &sealed),
+            unseal(&key, Purpose::Compiled, "a.cwasm", &sealed),
+            Some(&b"compiled"[..])
+        );
+        assert_eq!(
+            unseal(&[8u8; KEY_LEN], Purpose::Compiled, "a.cwasm", &sealed),
             None,
             "wrong key"
         );
-        assert_eq!(unseal(&key, "b.cwasm", &sealed), None, "renamed");
+        assert_eq!(
+            unseal(&key, Purpose::Compiled, "b.cwasm", &sealed),
+            None,
+            "renamed"
+        );
         let mut flipped = sealed.clone();
         flipped[0] ^= 1;
-        assert_eq!(unseal(&key, "a.cwasm", &flipped), None, "tampered");
-        assert_eq!(unseal(&key, "a.cwasm", b"short"), None, "no MAC");
-        assert_eq!(unseal(&key, "a.cwasm", &sealed[..MAC_LEN]), None);
+        assert_eq!(
+            unseal(&key, Purpose::Compiled, "a.cwasm", &flipped),
+            None,
+            "tampered"
+        );
+        assert_eq!(
+            unseal(&key, Purpose::Compiled, "a.cwasm", b"short"),
+            None,
+            "no MAC"
+        );
+        assert_eq!(
+            unseal(&key, Purpose::Compiled, "a.cwasm", &sealed[..MAC_LEN]),
+            None
+        );
+        assert_eq!(
+            unseal(&key, Purpose::Described, "a.cwasm", &sealed),
+            None,
+            "another purpose"
+        );
     }
 }

@@ -143,6 +143,46 @@ async fn errors_traps_timeouts_and_memory_become_tool_results() {
     assert!(!tools.is_disabled("extism-probe", "s1"));
 }
 
+/// A module's tool list is remembered (sealed with the cache's secret), so
+/// a later start compiles nothing at load; calls compile on first use. A
+/// tampered list is not trusted: the module is described again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remembered_tool_list_spares_compiling_at_load() {
+    let root = tempfile::tempdir().unwrap();
+    let host = || {
+        talaria_plugin_host::PluginHost::new(talaria_plugin_host::HostOptions::new(
+            root.path().join("cache"),
+            root.path().join("data"),
+        ))
+        .unwrap()
+    };
+    let first = load_all(&host(), &probe()).await;
+    assert!(!first.from_cache(), "the first load compiles and describes");
+
+    let again = load_all(&host(), &probe()).await;
+    assert!(again.from_cache(), "the tool list was remembered");
+    assert_eq!(tool_names(&again), tool_names(&first));
+    assert!(again.tools()[0].flags.read_only);
+    let cwd = tempfile::tempdir().unwrap();
+    let tools = PluginTools::new(vec![again], cwd.path()).unwrap();
+    let out = call(&tools, "s1", "probe_echo", json!({ "text": "hi" })).await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(json_of(&out.content)["echo"], "hi");
+
+    let described = root.path().join("cache/described");
+    let files: Vec<_> = std::fs::read_dir(&described)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read(&files[0]).unwrap();
+    let forged = String::from_utf8_lossy(&text).replacen("probe_echo", "probe_ekho", 1);
+    std::fs::write(&files[0], forged.as_bytes()).unwrap();
+    let after_tampering = load_all(&host(), &probe()).await;
+    assert!(!after_tampering.from_cache(), "a forged list is not used");
+    assert_eq!(tool_names(&after_tampering), tool_names(&first));
+}
+
 /// A cancelled call returns at once, and its plugin is stopped whether the
 /// cancel lands while the plugin is being instantiated or while it runs: the
 /// log records it.
