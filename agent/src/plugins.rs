@@ -333,20 +333,17 @@ pub async fn load_plugins(
     .await;
     let mut loaded: Vec<LoadedPlugin> = Vec::new();
     for (found, attempt) in wanted.iter().zip(attempts) {
-        let loaded_plugin = match attempt {
-            Ok(loaded_plugin) => loaded_plugin,
-            Err(refusal) => {
-                notices.push(refusal);
-                continue;
-            }
-        };
-        let plugin = match loaded_plugin {
-            Ok(plugin) => plugin,
-            Err(error) => {
+        let plugin = match attempt {
+            Ok(Ok(plugin)) => plugin,
+            Ok(Err(error)) => {
                 notices.push(format!(
                     "plugin {} not loaded: {error}",
                     found.manifest.name
                 ));
+                continue;
+            }
+            Err(refusal) => {
+                notices.push(refusal);
                 continue;
             }
         };
