@@ -47,10 +47,13 @@ impl SshConfig {
 /// shell's parent (the connection's sshd process) and kills the group,
 /// itself included, once it is gone: after the connection closed, leftovers
 /// of a finished command go too, as the local backend kills a finished
-/// command's group. Its own streams are /dev/null so it never holds the
-/// channel open. A POSIX shell's `$$` and `$PPID` are the main shell's in a
-/// subshell.
-const CONNECTION_WATCH: &str = "{ (while kill -0 \"$PPID\" 2>/dev/null; do sleep 1; done; \
+/// command's group. A parent owned by another user (a server whose session
+/// process keeps root) fails `kill -0` while alive, so the watcher then asks
+/// `ps` whether the command still has that parent. Its own streams are
+/// /dev/null so it never holds the channel open. A POSIX shell's `$$` and
+/// `$PPID` are the main shell's in a subshell.
+const CONNECTION_WATCH: &str = "{ (while kill -0 \"$PPID\" 2>/dev/null || \
+     [ \"$(ps -o ppid= -p \"$$\" 2>/dev/null | tr -d ' ')\" = \"$PPID\" ]; do sleep 1; done; \
      kill -KILL -- \"-$$\" 2>/dev/null || kill -KILL \"$$\") </dev/null >/dev/null 2>&1 & }";
 
 /// Runs commands on a remote host with `ssh` in batch mode (never prompts;

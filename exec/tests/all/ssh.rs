@@ -169,3 +169,67 @@ async fn remote_commands_end_with_the_connection() {
     })
     .await;
 }
+
+/// Some servers keep the session process (the remote shell's parent) owned
+/// by root, where `kill -0` fails although it lives: the watcher then asks
+/// `ps`, so the command runs while that parent lives and ends after it.
+/// Played locally: a root shell runs the remote line as uid 65534 in a new
+/// session (as sshd would), then exits.
+#[tokio::test]
+async fn the_watcher_follows_a_parent_it_may_not_signal() {
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.starts_with(b"0\n"));
+    let has_setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !is_root || !has_setpriv {
+        eprintln!("SKIPPED: needs root and setpriv (util-linux)");
+        return;
+    }
+    let marker = format!("{}.95", 600_000 + std::process::id() % 100_000);
+    let request = ExecRequest::new("sleep", vec![format!("4{marker}")], Path::new("/tmp"));
+    let command = SshBackend::new(SshConfig::new("example.invalid", "u"))
+        .command(&request)
+        .unwrap();
+    let remote = command
+        .get_args()
+        .last()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), &remote).unwrap();
+    let mode = std::fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    std::fs::set_permissions(script.path(), mode).unwrap();
+    let parent_lives = std::time::Duration::from_secs(6);
+    let mut parent = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups setsid sh {} & sleep {}",
+            script.path().display(),
+            parent_lives.as_secs()
+        ))
+        .spawn()
+        .unwrap();
+    eventually("the command to start", || {
+        !running_with(&format!("sleep 4{marker}")).is_empty()
+    })
+    .await;
+    // The watcher checks at once and then every second: past its first
+    // checks, the command still runs while its parent lives.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let alive_with_parent = !running_with(&marker).is_empty();
+    parent.wait().unwrap();
+    eventually("the command to end after its parent", || {
+        running_with(&marker).is_empty()
+    })
+    .await;
+    assert!(
+        alive_with_parent,
+        "the watcher killed a command whose parent lived"
+    );
+}
