@@ -203,8 +203,8 @@ async fn the_watcher_follows_a_parent_it_may_not_signal() {
         .to_owned();
     let script = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(script.path(), &remote).unwrap();
-    let mode = std::fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    std::fs::set_permissions(script.path(), mode).unwrap();
+    let readable: std::fs::Permissions = std::os::unix::fs::PermissionsExt::from_mode(0o644);
+    std::fs::set_permissions(script.path(), readable).unwrap();
     let parent_lives = std::time::Duration::from_secs(6);
     let mut parent = std::process::Command::new("sh")
         .arg("-c")
