@@ -29,7 +29,7 @@ mod views;
 pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
 pub use classifier::{Classifier, Finding, Risk};
 pub use error::ApprovalError;
-pub use normalize::{homoglyph, normalize};
+pub use normalize::normalize;
 pub use policy::{
     Approval, ApprovalPolicy, CommandCheck, DEFAULT_TIMEOUT, Denied, DeniedKind, PathAccess,
 };

@@ -3,6 +3,8 @@
 //! The goal is to see through cosmetic obfuscation, not to emulate a shell. Stripping quotes makes
 //! some harmless commands look dangerous (`echo "a; rm -rf /"`); that is accepted.
 
+use talaria_patterns::homoglyph;
+
 const ESC: char = '\u{1b}';
 const BEL: char = '\u{7}';
 
@@ -122,55 +124,6 @@ fn fold_char(c: char) -> Option<char> {
         c => homoglyph(c).unwrap_or(c),
     };
     Some(folded)
-}
-
-/// The Latin letter a Cyrillic or Greek character is commonly mistaken for
-/// (`ignоre` with a Cyrillic `о`). Shared with the memory threat scanner.
-pub fn homoglyph(c: char) -> Option<char> {
-    let latin = match c {
-        // Cyrillic.
-        'а' | 'А' => 'a',
-        'в' | 'В' | 'ь' | 'Ь' => 'b',
-        'с' | 'С' => 'c',
-        'ԁ' => 'd',
-        'е' | 'Е' | 'ё' | 'Ё' => 'e',
-        'һ' | 'Һ' | 'н' | 'Н' => 'h',
-        'і' | 'І' | 'ї' | 'Ї' | 'ӏ' | 'Ӏ' => 'i',
-        'ј' | 'Ј' => 'j',
-        'к' | 'К' => 'k',
-        'м' | 'М' => 'm',
-        'о' | 'О' => 'o',
-        'р' | 'Р' => 'p',
-        'ԛ' | 'Ԛ' => 'q',
-        'ѕ' | 'Ѕ' => 's',
-        'т' | 'Т' => 't',
-        'у' | 'У' | 'ү' | 'Ү' => 'y',
-        'х' | 'Х' => 'x',
-        'ԝ' | 'Ԝ' => 'w',
-        // Greek.
-        'α' | 'Α' => 'a',
-        'β' | 'Β' => 'b',
-        'ϲ' | 'Ϲ' => 'c',
-        'ε' | 'Ε' => 'e',
-        'Ζ' => 'z',
-        'Η' => 'h',
-        'η' => 'n',
-        'ι' | 'Ι' | 'ί' => 'i',
-        'ϳ' | 'Ϳ' => 'j',
-        'κ' | 'Κ' => 'k',
-        'Μ' => 'm',
-        'ν' | 'Ν' => 'v',
-        'ο' | 'Ο' | 'ό' => 'o',
-        'ρ' | 'Ρ' => 'p',
-        'τ' | 'Τ' => 't',
-        'υ' | 'ύ' => 'u',
-        'Υ' | 'γ' => 'y',
-        'χ' | 'Χ' => 'x',
-        'ω' => 'w',
-        'µ' | 'μ' => 'u',
-        _ => return None,
-    };
-    Some(latin)
 }
 
 /// Removes quotes and backslash escapes; unquoted newlines become `;`.

@@ -4,8 +4,16 @@
 //! hold back a few bytes that could be the start of a tag, so a tag split
 //! across chunks is still caught.
 
-const OPEN: &str = "<memory-context>";
-const CLOSE: &str = "</memory-context>";
+/// The tag retrieved memory is wrapped in for the model (the memory crate
+/// writes it; the scrubber hides it from the user). Spelled here only.
+pub const MEMORY_CONTEXT_TAG: &str = "memory-context";
+/// The opening tag of a memory block.
+pub const MEMORY_CONTEXT_OPEN: &str = "<memory-context>";
+/// The closing tag of a memory block.
+pub const MEMORY_CONTEXT_CLOSE: &str = "</memory-context>";
+
+const OPEN: &str = MEMORY_CONTEXT_OPEN;
+const CLOSE: &str = MEMORY_CONTEXT_CLOSE;
 
 /// A stateful filter over streamed text.
 #[derive(Debug, Default, Clone)]

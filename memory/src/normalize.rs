@@ -4,7 +4,7 @@
 //! invisible characters between letters), not to understand the text. Invisible characters are
 //! *removed* here; the `raw` rules have already looked for them in the original text.
 
-use talaria_approval::homoglyph;
+use talaria_patterns::homoglyph;
 
 /// Returns the canonical form of `text` that `normalized` rules are matched against.
 ///

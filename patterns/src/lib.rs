@@ -10,10 +10,12 @@
 
 pub mod codegen;
 mod error;
+mod homoglyph;
 pub mod literals;
 mod set;
 mod vars;
 
 pub use error::PatternError;
+pub use homoglyph::homoglyph;
 pub use set::{LiteralTable, PatternSet, Screen};
 pub use vars::{UndefinedVar, expand_vars};
