@@ -220,14 +220,7 @@ impl ExtismPlugin {
         shared: &Arc<PluginShared>,
     ) -> Result<Vec<u8>, CallError> {
         let this = self.clone();
-        let bare = tokio::task::spawn_blocking(move || this.bare())
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r)
-            .map_err(|message| CallError::Host {
-                plugin: shared.name.clone(),
-                message: format!("compiling: {message}"),
-            })?;
+        let bare = compile_off_thread(shared, "compiling", move || this.bare()).await?;
         run(bare, shared, "describe", Vec::new(), "describe", None).await
     }
 
@@ -291,14 +284,10 @@ impl ExtismPlugin {
             let this = self.clone();
             let placement = Placement(placement.0.clone());
             let sandbox = sandbox.clone();
-            tokio::task::spawn_blocking(move || this.compiled_for(&placement, &sandbox))
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| r)
-                .map_err(|message| CallError::Host {
-                    plugin: shared.name.clone(),
-                    message: format!("compiling for this directory: {message}"),
-                })?
+            compile_off_thread(shared, "compiling for this directory", move || {
+                this.compiled_for(&placement, &sandbox)
+            })
+            .await?
         };
         let output = run(compiled, shared, "call", input, tool, Some(cancel)).await?;
         shared.log_failure(
@@ -309,6 +298,23 @@ impl ExtismPlugin {
             }),
         )
     }
+}
+
+/// Runs `compile` on a blocking thread (it waits for a compilation already
+/// under way); a failure is a host error of the plugin, prefixed with `what`.
+async fn compile_off_thread(
+    shared: &PluginShared,
+    what: &str,
+    compile: impl FnOnce() -> Result<Arc<CompiledPlugin>, String> + Send + 'static,
+) -> Result<Arc<CompiledPlugin>, CallError> {
+    tokio::task::spawn_blocking(compile)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r)
+        .map_err(|message| CallError::Host {
+            plugin: shared.name.clone(),
+            message: format!("{what}: {message}"),
+        })
 }
 
 /// A call's result as Extism gives it: output, or error and return code.

@@ -235,7 +235,15 @@ impl PluginTools {
                 by_name.insert(tool.spec.name.clone(), (index, t));
                 specs.push(tool.spec.clone());
             }
-            entries.push(Placed::new(plugin, &cwd));
+            let placed = Placed::new(plugin, &cwd);
+            // Only calls need an Extism module compiled: start on it now.
+            #[cfg(feature = "extism")]
+            if let (Backend::Extism(module), Ok(sandbox)) =
+                (&placed.plugin.inner.backend, &placed.sandbox)
+            {
+                module.prepare(&placed.extism, sandbox);
+            }
+            entries.push(placed);
         }
         Ok(Self {
             entries,

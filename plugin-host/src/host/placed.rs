@@ -24,19 +24,11 @@ impl Placed {
         if let Err(message) = &sandbox {
             plugin.log().push(LogLevel::Error, LogSource::Host, message);
         }
-        #[cfg(feature = "extism")]
-        let extism = crate::extism_rt::Placement::default();
-        #[cfg(feature = "extism")]
-        if let (crate::host::Backend::Extism(module), Ok(sandbox)) =
-            (&plugin.inner.backend, &sandbox)
-        {
-            module.prepare(&extism, sandbox);
-        }
         Self {
             plugin,
             sandbox,
             #[cfg(feature = "extism")]
-            extism,
+            extism: crate::extism_rt::Placement::default(),
         }
     }
 }
