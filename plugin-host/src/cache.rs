@@ -40,6 +40,7 @@ use crate::kv::{hex, write_atomically, write_atomically_shared};
 use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
 
 /// Where Extism modules' tool lists are kept, in the cache directory.
+#[cfg(feature = "extism")]
 const DESCRIBED_DIR: &str = "described";
 
 /// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
@@ -246,6 +247,7 @@ impl CompileCache {
         Ok((component, Origin::Compiled))
     }
 
+    #[cfg(feature = "extism")]
     /// An Extism module's tool list stored by [`Self::store_described`] as `name`, if its MAC
     /// verifies: a planted list could claim a tool is read-only, or say anything to the model.
     pub(crate) fn described(&self, name: &str) -> Option<Vec<u8>> {
@@ -254,6 +256,7 @@ impl CompileCache {
         unseal(&key, Purpose::Described, name, &sealed).map(<[u8]>::to_vec)
     }
 
+    #[cfg(feature = "extism")]
     /// Remembers an Extism module's tool list as `name` (a failure only costs a compilation
     /// and `describe` at the next start).
     pub(crate) fn store_described(&self, name: &str, list: &[u8]) {

@@ -27,6 +27,7 @@ pub(crate) enum Purpose {
     /// A remembered component digest, named by the component's path.
     Memo,
     /// An Extism module's tool list, named by the module and its settings.
+    #[cfg_attr(not(feature = "extism"), allow(dead_code))]
     Described,
 }
 
