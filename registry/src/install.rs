@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use talaria_plugin_host::{HOST_API, MANIFEST_FILE, Manifest, compatible};
+use talaria_plugin_manifest::{HOST_API, MANIFEST_FILE, Manifest, compatible};
 
 use crate::archive::{ArchiveLimits, unpack};
 use crate::error::RegistryError;

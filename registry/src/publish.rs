@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use talaria_plugin_host::Manifest;
+use talaria_plugin_manifest::Manifest;
 
 use crate::archive::{ArchiveLimits, pack as pack_dir, unpack};
 use crate::error::RegistryError;

@@ -1,5 +1,5 @@
 //! Slim distributions: `talaria dist build` on the repository's own
-//! `dist/minimal.toml` and `dist/default.toml` (release builds), then each
+//! `distributions/minimal.toml` and `distributions/default.toml` (release builds), then each
 //! distribution runs a conversation with a terminal tool call from a fresh
 //! profile with no index configured, loading its plugins precompiled.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -93,8 +93,8 @@ fn converse(dist: &Path) {
 #[test]
 fn minimal_and_default_distributions_build_and_run_offline() {
     for (manifest, name) in [
-        ("dist/minimal.toml", "minimal"),
-        ("dist/default.toml", "default"),
+        ("distributions/minimal.toml", "minimal"),
+        ("distributions/default.toml", "default"),
     ] {
         let dist = build(manifest, name);
         for plugin in ["fs", "terminal"] {

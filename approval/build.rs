@@ -1,6 +1,0 @@
-//! Works out the required literals of `patterns.toml` (talaria-patterns), so the classifier
-//! parses and compiles a pattern only when a command could match it. A bad pattern fails the build.
-
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    talaria_patterns::codegen::write_for_build_script("patterns.toml")
-}

@@ -1,0 +1,58 @@
+//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.1`).
+//!
+//! Imports are async (exec awaits a child process); exports are called with
+//! `call_*` async methods on a fiber, so epoch ticks can yield. The
+//! `tool-plugin` world brings the host imports; the other worlds reuse them
+//! (`with`) and add only their exports.
+
+wasmtime::component::bindgen!({
+    world: "tool-plugin",
+    path: "../../wit/plugin",
+    imports: { default: async },
+    exports: { default: async },
+});
+
+pub(crate) use exports::talaria::plugin::tool_provider::{CallContext, ToolError, ToolSpec};
+pub(crate) use talaria::plugin::host_types::HostError;
+
+/// Bindings for a world that exports one provider and imports what the
+/// `tool-plugin` world already bound (shared types, so values cross freely).
+macro_rules! export_world {
+    ($(#[$doc:meta])* $module:ident, $world:literal) => {
+        $(#[$doc])*
+        pub(crate) mod $module {
+            wasmtime::component::bindgen!({
+                world: $world,
+                path: "../../wit/plugin",
+                imports: { default: async },
+                exports: { default: async },
+                with: {
+                    "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+                    "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+                    "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+                    "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+                    "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+                    "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+                    "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+                    "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+                },
+            });
+        }
+    };
+}
+
+export_world!(
+    /// The `hooks-plugin` world's exports.
+    hooks_world,
+    "hooks-plugin"
+);
+export_world!(
+    /// The `command-plugin` world's exports.
+    command_world,
+    "command-plugin"
+);
+export_world!(
+    /// The `skin-plugin` world's exports.
+    skin_world,
+    "skin-plugin"
+);

@@ -1,0 +1,391 @@
+//! The compiled-artefact cache: `<cache_dir>/<sha256 of the wasm>-<engine
+//! compatibility hash>.cwasm`, written atomically by this host into a
+//! directory it created. A distribution's read-only `plugins/.compiled` (same
+//! names) is consulted on a miss, so a fresh profile starts without compiling.
+//!
+//! Compiled code runs natively, so no file is deserialised on trust: each cache
+//! file ends with a keyed BLAKE3 MAC over its name and contents under the
+//! profile's secret ([`crate::mac`]). The file is read into memory, the MAC
+//! checked over those bytes and the same bytes deserialised, so nothing can be
+//! swapped in between. A file that does not verify (tampered, truncated,
+//! renamed, written before MACs or under another key) is compiled again from
+//! its component and replaced; it is never loaded.
+//!
+//! Prebuilt directories are written by `talaria dist build` into the
+//! distribution, next to the binary, where the agent's commands cannot write
+//! (whoever can could replace the binary itself); they hold plain compiled
+//! files listed with their BLAKE3 digests in [`PREBUILT_DIGESTS`] (`b3sum`'s
+//! format). A file is loaded from there only when its bytes match its listed
+//! digest; that catches damage and stray files, not a writer of the install
+//! dir, which is out of reach of the sandbox by where it is.
+//!
+//! Hashing a component means reading all of it (megabytes) on every start, so the digest is
+//! remembered per source file in `<cache_dir>/sources/`, keyed by the file's path and checked
+//! against its size, inode and modification and change times: an unchanged file is not read at
+//! all, only its compiled form. A memo carries a MAC too: a forged one could otherwise point a
+//! plugin at another plugin's (validly sealed) compiled form.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::kv::{hex, write_atomically, write_atomically_shared};
+use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
+use talaria_plugin_manifest::files::{read_regular, require_regular};
+
+/// Where Extism modules' tool lists are kept, in the cache directory.
+#[cfg(feature = "extism")]
+const DESCRIBED_DIR: &str = "described";
+
+/// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
+pub const PREBUILT_DIGESTS: &str = "B3SUMS";
+
+/// Feeds `Hash` output into SHA-256, so the engine's compatibility hash is
+/// stable across processes (unlike `DefaultHasher`, whose keys may change).
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// Counters for tests and diagnostics.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) compiled: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+}
+
+/// A distribution's directory of compiled components and its digest list (read once).
+#[derive(Debug)]
+struct PrebuiltDir {
+    dir: PathBuf,
+    digests: OnceLock<HashMap<String, blake3::Hash>>,
+}
+
+impl PrebuiltDir {
+    fn digests(&self) -> &HashMap<String, blake3::Hash> {
+        self.digests.get_or_init(|| {
+            let text = read_regular(&self.dir.join(PREBUILT_DIGESTS))
+                .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
+            text.lines()
+                .filter_map(|line| {
+                    let (digest, name) = line.split_once("  ")?;
+                    Some((name.to_owned(), blake3::Hash::from_hex(digest).ok()?))
+                })
+                .collect()
+        })
+    }
+
+    /// The compiled file `name` if it is listed and its bytes match the list.
+    fn verified(&self, name: &str) -> Option<Vec<u8>> {
+        let expected = self.digests().get(name)?;
+        let (bytes, _) = read_regular(&self.dir.join(name)).ok()?;
+        (blake3::hash(&bytes) == *expected).then_some(bytes)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct CompileCache {
+    dir: PathBuf,
+    prebuilt: Vec<PrebuiltDir>,
+    engine_hash: String,
+    key: CacheKey,
+    pub(crate) counters: Counters,
+}
+
+/// Why [`CompileCache::load_file`] failed.
+#[derive(Debug)]
+pub(crate) enum LoadFileError {
+    /// The component file could not be read.
+    Read(std::io::Error),
+    /// It could not be compiled or its compiled form not loaded.
+    Compile(String),
+}
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Compiled,
+    Cached,
+}
+
+impl CompileCache {
+    pub(crate) fn new(
+        dir: PathBuf,
+        key_file: PathBuf,
+        prebuilt: Vec<PathBuf>,
+        engine: &Engine,
+    ) -> std::io::Result<Self> {
+        create_private_dir(&dir)?;
+        let mut hasher = Sha256Hasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_hash = format!("{:016x}", hasher.finish());
+        Ok(Self {
+            dir,
+            prebuilt: prebuilt
+                .into_iter()
+                .map(|dir| PrebuiltDir {
+                    dir,
+                    digests: OnceLock::new(),
+                })
+                .collect(),
+            engine_hash,
+            key: CacheKey::new(key_file),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The file name of the compiled form, for this engine, of the component whose SHA-256 is
+    /// `digest` (hex).
+    fn file_name(&self, digest: &str) -> String {
+        format!("{digest}-{}.cwasm", self.engine_hash)
+    }
+
+    /// The component in the file at `path`, from the cache when possible; the file is read
+    /// (and hashed) only when its remembered digest is missing or out of date. Anything but a
+    /// regular file is refused before it is opened.
+    pub(crate) fn load_file(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Result<(Component, Origin), LoadFileError> {
+        let memo = self
+            .dir
+            .join("sources")
+            .join(hex(&Sha256::digest(path.as_os_str().as_encoded_bytes())));
+        let metadata = std::fs::metadata(path).map_err(LoadFileError::Read)?;
+        require_regular(&metadata).map_err(LoadFileError::Read)?;
+        if let Some(key) = self.key.existing()
+            && let Some(digest) = remembered_digest(&key, &memo, path, &file_stamp(&metadata))
+            && let Some(found) = self.find_compiled(engine, &self.file_name(&digest))
+        {
+            return Ok(found);
+        }
+        let (wasm, metadata) = read_regular(path).map_err(LoadFileError::Read)?;
+        let digest = hex(&Sha256::digest(&wasm));
+        // A memo that cannot be written only costs hashing again next time.
+        if let Ok(key) = self.key.get_or_create() {
+            let line = memo_line(&key, path, &file_stamp(&metadata), &digest);
+            let _ = create_private_dir(&self.dir.join("sources"))
+                .and_then(|()| write_atomically(&memo, line.as_bytes()));
+        }
+        self.load_digested(engine, &wasm, &digest)
+            .map_err(LoadFileError::Compile)
+    }
+
+    /// The compiled form named `name` from the profile cache (if its MAC verifies) or a
+    /// prebuilt dir (if its digest matches the list), if one loads.
+    fn find_compiled(&self, engine: &Engine, name: &str) -> Option<(Component, Origin)> {
+        let path = self.dir.join(name);
+        if let Some(key) = self.key.existing()
+            && let Ok((sealed, _)) = read_regular(&path)
+        {
+            match unseal(&key, Purpose::Compiled, name, &sealed)
+                .map(|body| deserialize_verified(engine, body))
+            {
+                Some(Ok(component)) => {
+                    self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    return Some((component, Origin::Cached));
+                }
+                // Tampered, unsealed, stale or damaged: compiled again (and replaced) by the
+                // caller, never loaded.
+                Some(Err(_)) | None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        self.prebuilt.iter().find_map(|prebuilt| {
+            let bytes = prebuilt.verified(name)?;
+            let component = deserialize_verified(engine, &bytes).ok()?;
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            Some((component, Origin::Cached))
+        })
+    }
+
+    /// The component `wasm`, whose SHA-256 is `digest`, from the cache or compiled now.
+    fn load_digested(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<(Component, Origin), String> {
+        // One hash of the component names it in both the profile cache and the prebuilt dirs.
+        let name = self.file_name(digest);
+        if let Some(found) = self.find_compiled(engine, &name) {
+            return Ok(found);
+        }
+        let compiled = engine
+            .precompile_component(wasm)
+            .map_err(|e| format!("compiling the component: {}", error_text(&e)))?;
+        self.counters.compiled.fetch_add(1, Ordering::Relaxed);
+        // Loaded from the bytes just compiled, not from the file: an unwritable cache (or
+        // secret) costs a compilation next time, never a failure.
+        let component = deserialize_verified(engine, &compiled)
+            .map_err(|e| format!("loading the compiled component: {}", error_text(&e)))?;
+        if let Ok(key) = self.key.get_or_create() {
+            let _ = write_atomically(
+                &self.dir.join(&name),
+                &seal(&key, Purpose::Compiled, &name, compiled),
+            );
+        }
+        Ok((component, Origin::Compiled))
+    }
+
+    #[cfg(feature = "extism")]
+    /// An Extism module's tool list stored by [`Self::store_described`] as `name`, if its MAC
+    /// verifies: a planted list could claim a tool is read-only, or say anything to the model.
+    pub(crate) fn described(&self, name: &str) -> Option<Vec<u8>> {
+        let key = self.key.existing()?;
+        let (sealed, _) = read_regular(&self.dir.join(DESCRIBED_DIR).join(name)).ok()?;
+        unseal(&key, Purpose::Described, name, &sealed).map(<[u8]>::to_vec)
+    }
+
+    #[cfg(feature = "extism")]
+    /// Remembers an Extism module's tool list as `name` (a failure only costs a compilation
+    /// and `describe` at the next start).
+    pub(crate) fn store_described(&self, name: &str, list: &[u8]) {
+        let Ok(key) = self.key.get_or_create() else {
+            return;
+        };
+        let dir = self.dir.join(DESCRIBED_DIR);
+        let sealed = seal(&key, Purpose::Described, name, list.to_vec());
+        let _ = create_private_dir(&dir).and_then(|()| write_atomically(&dir.join(name), &sealed));
+    }
+
+    /// Writes every compiled component of this cache whose MAC verifies into `out` as a
+    /// prebuilt directory (plain compiled files and their [`PREBUILT_DIGESTS`]); returns the
+    /// file names written.
+    pub(crate) fn export_prebuilt(&self, out: &Path) -> std::io::Result<Vec<String>> {
+        create_private_dir(out)?;
+        let key = self.key.existing();
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)?
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".cwasm"))
+            .collect();
+        names.sort();
+        let mut list = String::new();
+        let mut written = Vec::new();
+        for name in names {
+            let Some(key) = &key else { break };
+            let Ok((sealed, _)) = read_regular(&self.dir.join(&name)) else {
+                continue;
+            };
+            let Some(body) = unseal(key, Purpose::Compiled, &name, &sealed) else {
+                continue;
+            };
+            write_atomically_shared(&out.join(&name), body)?;
+            list.push_str(&format!("{}  {name}\n", blake3::hash(body).to_hex()));
+            written.push(name);
+        }
+        write_atomically_shared(&out.join(PREBUILT_DIGESTS), list.as_bytes())?;
+        Ok(written)
+    }
+}
+
+/// What identifies one version of a file without reading it: size, inode, device, and the
+/// modification and change times in nanoseconds (the change time cannot be set back by hand).
+fn file_stamp(metadata: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{} {} {} {}.{} {}.{}",
+        metadata.len(),
+        metadata.ino(),
+        metadata.dev(),
+        metadata.mtime(),
+        metadata.mtime_nsec(),
+        metadata.ctime(),
+        metadata.ctime_nsec()
+    )
+}
+
+/// A memo's text: the stamp, the digest and their MAC for the component at `path`.
+fn memo_line(key: &[u8; KEY_LEN], path: &Path, stamp: &str, digest: &str) -> String {
+    let remembered = format!("{stamp} {digest}");
+    let tag = mac(
+        key,
+        Purpose::Memo,
+        path.as_os_str().as_encoded_bytes(),
+        remembered.as_bytes(),
+    );
+    format!("{remembered} {}\n", tag.to_hex())
+}
+
+/// The digest remembered in `memo` if it was taken of the file version `stamp` describes and
+/// its MAC verifies.
+fn remembered_digest(key: &[u8; KEY_LEN], memo: &Path, path: &Path, stamp: &str) -> Option<String> {
+    let (bytes, _) = read_regular(memo).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (remembered, tag) = text.trim_end().rsplit_once(' ')?;
+    let tag = blake3::Hash::from_hex(tag).ok()?;
+    let expected = mac(
+        key,
+        Purpose::Memo,
+        path.as_os_str().as_encoded_bytes(),
+        remembered.as_bytes(),
+    );
+    // `blake3::Hash` compares in constant time.
+    if tag != expected {
+        return None;
+    }
+    let (remembered_stamp, digest) = remembered.rsplit_once(' ')?;
+    (remembered_stamp == stamp
+        && digest.len() == 64
+        && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+    .then(|| digest.to_owned())
+}
+
+/// Deserialises a compiled component from bytes already in memory.
+#[allow(unsafe_code)]
+fn deserialize_verified(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `Component::deserialize` trusts its input to be a compiled artefact produced by a
+    // compatible wasmtime. Only three kinds of bytes reach it, all already in memory so they
+    // cannot change after the check: bytes `Engine::precompile_component` just returned in
+    // this process; a profile cache file whose keyed BLAKE3 MAC under the profile's secret
+    // verified over exactly these bytes and the file's name (so this host wrote them, for this
+    // component and engine, whose compatibility hash is in the name); and a prebuilt file of
+    // the distribution whose BLAKE3 digest matched the list `talaria dist build` wrote next to
+    // the binary (as trusted as the executable itself). wasmtime additionally checks the
+    // header and refuses incompatible artefacts.
+    unsafe { Component::deserialize(engine, bytes) }
+}
+
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// A wasmtime error with its causes, on one line.
+pub(crate) fn error_text(err: &wasmtime::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}

@@ -1,0 +1,107 @@
+//! The process-wide wasmtime engine and its epoch ticker.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+/// How often the epoch advances. Calls yield to the async executor once per
+/// tick, which is what makes timeouts and cancellation prompt.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Set to `0`/`off`/`false` to use on-demand allocation instead of the
+/// pooling allocator (read once, when the engine is created).
+pub const POOLING_ENV: &str = "TALARIA_WASM_POOLING";
+
+/// Concurrent component instances the pool holds (calls in flight plus
+/// long-lived instances).
+const POOL_INSTANCES: u32 = 128;
+
+static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+
+/// Whether the pooling allocator is in use.
+static POOLING: OnceLock<bool> = OnceLock::new();
+
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .cranelift_opt_level(OptLevel::Speed)
+        .parallel_compilation(true)
+        // A guest's own stack; the fiber stack that hosts it is larger.
+        .max_wasm_stack(1 << 20)
+        .async_stack_size(2 << 20);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(POOL_INSTANCES)
+            .total_core_instances(POOL_INSTANCES * 4)
+            .total_memories(POOL_INSTANCES * 2)
+            .total_tables(POOL_INSTANCES * 4)
+            .total_stacks(POOL_INSTANCES)
+            .max_memories_per_module(1)
+            .max_tables_per_module(4)
+            // The largest `memory-mb` a manifest may ask for; the per-plugin
+            // limit is enforced by each store's resource limiter.
+            .max_memory_size(
+                usize::try_from(u64::from(talaria_plugin_manifest::MAX_MEMORY_MB) << 20)
+                    .unwrap_or(usize::MAX),
+            )
+            // Keep a little of each slot resident between uses: resetting
+            // more with memset costs more than re-faulting (measured: 1 MiB
+            // added ~40 µs per call; 64 KiB is as fast as none).
+            .linear_memory_keep_resident(64 << 10)
+            .table_keep_resident(64 << 10);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+fn pooling_wanted() -> bool {
+    !matches!(
+        std::env::var(POOLING_ENV)
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Ok("0" | "off" | "false" | "no")
+    )
+}
+
+fn create() -> Result<Engine, String> {
+    let want_pooling = pooling_wanted();
+    let engine = match Engine::new(&config(want_pooling)) {
+        Ok(engine) => {
+            let _ = POOLING.set(want_pooling);
+            engine
+        }
+        // A pool the system refuses (address space limits) must not leave the
+        // process without plugins: fall back to on-demand allocation.
+        Err(_) if want_pooling => {
+            let engine = Engine::new(&config(false)).map_err(|e| e.to_string())?;
+            let _ = POOLING.set(false);
+            engine
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let ticker = engine.clone();
+    std::thread::Builder::new()
+        .name("talaria-wasm-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                ticker.increment_epoch();
+            }
+        })
+        .map_err(|e| format!("starting the epoch ticker: {e}"))?;
+    Ok(engine)
+}
+
+/// The engine shared by every plugin host in the process (created on first use).
+pub(crate) fn engine() -> Result<&'static Engine, String> {
+    ENGINE.get_or_init(create).as_ref().map_err(Clone::clone)
+}
+
+/// Whether the shared engine uses the pooling allocator.
+pub fn uses_pooling() -> bool {
+    POOLING.get().copied().unwrap_or(false)
+}

@@ -1,0 +1,85 @@
+//! Talaria's plugin host: runs WebAssembly components against the
+//! `talaria:plugin` WIT API with wasmtime.
+//!
+//! - One process-wide [`wasmtime::Engine`] (async, epoch interruption,
+//!   Cranelift, pooling allocator) with a 10 ms epoch ticker.
+//! - [`PluginHost::load`] reads `plugin.toml` ([`Manifest`], from the light
+//!   `talaria-plugin-manifest` crate), compiles the
+//!   component or loads it from the compiled-artefact cache, checks the API
+//!   version the component targets, and prepares an `InstancePre`.
+//! - [`PluginTools`] implements the kernel's [`talaria_kernel::ToolDispatcher`]
+//!   over the loaded tool plugins, one fresh instance per call, with
+//!   capability enforcement through WASI preopens and socket checks, per-call
+//!   time and memory limits, and failure isolation.
+//! - [`PluginHooks`] is the kernel's [`talaria_kernel::Hooks`] over the hooks
+//!   plugins; [`PluginCommands`] runs the command plugins' slash commands;
+//!   [`LoadedPlugin::skins`] lists a plugin's skins (from its component and
+//!   its package's `skins/*.yaml`).
+//!
+//! - With the `extism` feature, [`PluginHost::load`] also loads Extism
+//!   modules (`runtime = "extism"`) whose tools join [`PluginTools`], under
+//!   the same grants mapped onto Extism's manifest; with the `native`
+//!   feature, native libraries (`runtime = "native"`, C ABI, unsandboxed,
+//!   only with a `trust-native` grant).
+//!
+//! See `README.md` for the manifest format, the sandbox and the Extism and
+//! native ABIs.
+
+mod bindings;
+mod cache;
+mod commands;
+#[cfg(any(feature = "extism", feature = "native"))]
+mod described;
+mod engine;
+mod error;
+mod exec_imports;
+#[cfg(feature = "extism")]
+mod extism_rt;
+mod failures;
+mod guard;
+mod hooks;
+mod host;
+mod http;
+mod imports;
+mod invoke;
+mod kv;
+mod log;
+mod mac;
+#[cfg(feature = "native")]
+mod native;
+mod net;
+mod options;
+mod runtimes;
+mod sandbox;
+mod session_search;
+mod skins;
+mod state;
+mod tools;
+
+pub use crate::cache::PREBUILT_DIGESTS;
+pub use crate::commands::{
+    CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,
+    valid_command_name,
+};
+pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
+pub use crate::error::{CallError, HostError, LoadError};
+pub use crate::exec_imports::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
+pub use crate::failures::DISABLE_AFTER_FAILURES;
+pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};
+pub use crate::host::{LoadedPlugin, PluginHost, ToolInfo};
+pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
+#[cfg(feature = "native")]
+pub use crate::native::NATIVE_ABI_VERSION;
+pub use crate::options::{CacheStats, HostOptions};
+pub use crate::runtimes::{read_manifest, runs};
+pub use crate::session_search::{SessionHit, SessionSearch};
+pub use crate::skins::{MAX_SKIN_BYTES, PluginSkin, SKINS_DIR};
+pub use crate::tools::{PluginTools, ToolInstance};
+pub use talaria_tools::ToolFlags;
+// The manifest, the API version rule and grants live in the light
+// `talaria-plugin-manifest` crate; re-exported so that users of the host need
+// only this one.
+pub use talaria_plugin_manifest::{
+    Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Grants, HOST_API,
+    Limits, MANIFEST_FILE, Manifest, ManifestError, NetPattern, PluginKind, Runtime, compatible,
+};

@@ -1,0 +1,71 @@
+//! The socket address check built from a plugin's granted network patterns
+//! (the patterns themselves: `talaria_plugin_manifest::NetPattern`).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use talaria_plugin_manifest::NetPattern;
+
+/// The granted patterns of one plugin, shared by its stores' socket checks.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NetPolicy {
+    patterns: Arc<Vec<NetPattern>>,
+}
+
+impl NetPolicy {
+    pub(crate) fn new(patterns: &[String]) -> Self {
+        Self {
+            patterns: Arc::new(
+                patterns
+                    .iter()
+                    .filter_map(|p| NetPattern::parse(p).ok())
+                    .collect(),
+            ),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Whether an HTTP request to `host:port` is allowed (names, suffixes, literals).
+    pub(crate) fn allows_name(&self, host: &str, port: u16) -> bool {
+        self.patterns.iter().any(|p| p.allows_name(host, port))
+    }
+
+    /// Whether a socket may use `addr`. Host names are resolved on each check
+    /// (only for patterns whose port matches).
+    pub(crate) async fn allows(&self, addr: SocketAddr) -> bool {
+        for pattern in self.patterns.iter() {
+            if !pattern.port_matches(addr.port()) {
+                continue;
+            }
+            let resolved: Vec<IpAddr> = match pattern.name_to_resolve() {
+                Some(name) => match tokio::net::lookup_host((name, 0)).await {
+                    Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                    Err(_) => continue,
+                },
+                None => Vec::new(),
+            };
+            if pattern.allows_addr(addr, &resolved) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn host_names_are_resolved() {
+        let policy = NetPolicy::new(&["localhost:1".into(), "192.0.2.7:*".into()]);
+        assert!(policy.allows("192.0.2.7:9".parse().unwrap()).await);
+        assert!(policy.allows("127.0.0.1:1".parse().unwrap()).await);
+        assert!(!policy.allows("127.0.0.1:2".parse().unwrap()).await);
+        assert!(!policy.allows("192.0.2.1:1".parse().unwrap()).await);
+        assert!(NetPolicy::default().is_empty());
+    }
+}

@@ -1,0 +1,230 @@
+//! What a store holds: the WASI context, the resource table, the memory
+//! limiter and the host-import context of one plugin instance.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::exec_imports::ExecServices;
+use crate::http::HttpPolicy;
+use crate::kv::KvStore;
+use crate::log::PluginLog;
+use crate::net::NetPolicy;
+use crate::session_search::SessionSearch;
+use talaria_plugin_manifest::{Capabilities, Limits};
+
+/// Everything about a loaded plugin its instances share.
+#[derive(Debug)]
+pub(crate) struct PluginShared {
+    pub(crate) name: String,
+    /// Effective capabilities (requested ∩ granted).
+    pub(crate) caps: Capabilities,
+    /// Env names the manifest requested (to tell "denied" from "absent").
+    pub(crate) requested_env: Vec<String>,
+    pub(crate) config: BTreeMap<String, String>,
+    pub(crate) limits: Limits,
+    pub(crate) log: PluginLog,
+    /// Present when `kv` is granted.
+    pub(crate) kv: Option<KvStore>,
+    pub(crate) net: NetPolicy,
+    /// `<data_dir>/<name>`.
+    pub(crate) data_dir: PathBuf,
+    /// Where `exec` and `process` send commands (approval, backend).
+    pub(crate) exec: ExecServices,
+    /// Past sessions, for `session-search`.
+    pub(crate) sessions: Option<Arc<dyn SessionSearch>>,
+}
+
+impl PluginShared {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.timeout_ms)
+    }
+
+    pub(crate) fn memory_limit_bytes(&self) -> usize {
+        usize::try_from(u64::from(self.limits.memory_mb) << 20).unwrap_or(usize::MAX)
+    }
+
+    pub(crate) fn denied(&self, capability: &str) -> String {
+        format!("{} was not granted {capability}", self.name)
+    }
+
+    /// Records a failed call in the plugin's log, unless the tool itself reported the error (that
+    /// is the tool's answer, not a host-side failure); returns `outcome` unchanged.
+    pub(crate) fn log_failure<T>(
+        &self,
+        outcome: Result<T, crate::error::CallError>,
+    ) -> Result<T, crate::error::CallError> {
+        if let Err(err) = &outcome
+            && !matches!(err, crate::error::CallError::Tool(_))
+        {
+            self.log.push(
+                crate::log::LogLevel::Error,
+                crate::log::LogSource::Host,
+                &err.to_string(),
+            );
+        }
+        outcome
+    }
+}
+
+/// The context host imports run in.
+#[derive(Debug)]
+pub(crate) struct HostCtx {
+    pub(crate) plugin: Arc<PluginShared>,
+    /// The host working directory of the call (for `exec`), when known.
+    pub(crate) cwd: Option<PathBuf>,
+    /// When the current call must end (processes started by `exec` too).
+    pub(crate) deadline: std::time::Instant,
+    /// The session of the current call ("" outside one, e.g. `list-tools`).
+    pub(crate) session_id: String,
+    /// The tool or hook being run (for the approval prompt and the log).
+    pub(crate) tool: String,
+}
+
+#[cfg(test)]
+impl PluginShared {
+    /// A copy to change in a test (the log and stores stay shared).
+    pub(crate) fn clone_for_tests(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            caps: self.caps.clone(),
+            requested_env: self.requested_env.clone(),
+            config: self.config.clone(),
+            limits: self.limits,
+            log: self.log.clone(),
+            kv: self.kv.clone(),
+            net: self.net.clone(),
+            data_dir: self.data_dir.clone(),
+            exec: self.exec.clone(),
+            sessions: self.sessions.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl HostCtx {
+    /// A context for `caps`, with `data` as data dir and working directory,
+    /// and exec services that deny every command needing approval.
+    pub(crate) fn for_tests(caps: Capabilities, data: &std::path::Path) -> Self {
+        let kv = caps.kv.then(|| KvStore::new(data.join("kv")));
+        let exec = ExecServices::deny_all(&data.join("approvals.toml"))
+            .unwrap_or_else(|e| panic!("exec services: {e}"));
+        HostCtx {
+            plugin: Arc::new(PluginShared {
+                name: "p".into(),
+                requested_env: vec!["CARGO_PKG_NAME".into(), "HOME".into()],
+                config: [("greeting".to_string(), "hi".to_string())].into(),
+                limits: Limits::default(),
+                log: PluginLog::default(),
+                kv,
+                net: NetPolicy::default(),
+                data_dir: data.to_path_buf(),
+                caps,
+                exec,
+                sessions: None,
+            }),
+            cwd: Some(data.to_path_buf()),
+            deadline: std::time::Instant::now() + Duration::from_secs(10),
+            session_id: "s".into(),
+            tool: "t".into(),
+        }
+    }
+}
+
+/// Caps the total linear memory of a store and remembers a refusal.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    limit: usize,
+    used: usize,
+    pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            used: 0,
+            exceeded: false,
+        }
+    }
+}
+
+/// Table elements a store may hold (guards the host against table bombs).
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let growth = desired.saturating_sub(current);
+        let total = self.used.saturating_add(growth);
+        if total > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn tables(&self) -> usize {
+        64
+    }
+
+    fn memories(&self) -> usize {
+        16
+    }
+}
+
+/// The data of one store (one plugin instance).
+pub(crate) struct PluginState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) http_policy: HttpPolicy,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) host: HostCtx,
+    /// Set by the epoch callback when the call's deadline passed.
+    pub(crate) timed_out: bool,
+}
+
+impl WasiHttpView for PluginState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_policy,
+        }
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Network grants: the `host:port` patterns a manifest asks for and a grant
+//! allows, and how an address or a host name is matched against one. Name
+//! resolution is the host's (it is asynchronous); a pattern only says which
+//! name to resolve.
+
+use std::net::{IpAddr, SocketAddr};
+
+/// The host part of a pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    /// `*`: any address.
+    Any,
+    /// An IP literal (`127.0.0.1`, `[::1]`).
+    Ip(IpAddr),
+    /// An exact host name; sockets may use any address it resolves to.
+    Name(String),
+    /// `*.example.org`: names only (checked on outgoing HTTP, never on raw sockets,
+    /// where only addresses are known).
+    Suffix(String),
+}
+
+/// One granted `host:port` pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetPattern {
+    host: HostPattern,
+    /// `None` for `*`.
+    port: Option<u16>,
+}
+
+impl NetPattern {
+    /// Parses `host:port`, `*.domain:port`, `[v6]:port`; the port may be `*`.
+    pub fn parse(pattern: &str) -> Result<Self, String> {
+        let bad = |why: &str| format!("{pattern:?} is not a host:port pattern: {why}");
+        let (host, port) = pattern
+            .rsplit_once(':')
+            .ok_or_else(|| bad("missing :port"))?;
+        let port = match port {
+            "*" => None,
+            p => Some(p.parse::<u16>().map_err(|_| bad("invalid port"))?),
+        };
+        let host = if host == "*" {
+            HostPattern::Any
+        } else if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            HostPattern::Ip(IpAddr::V6(
+                v6.parse().map_err(|_| bad("invalid IPv6 address"))?,
+            ))
+        } else if let Ok(ip) = host.parse::<IpAddr>() {
+            HostPattern::Ip(ip)
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            if !valid_hostname(suffix) {
+                return Err(bad("invalid host name"));
+            }
+            HostPattern::Suffix(suffix.to_ascii_lowercase())
+        } else {
+            if !valid_hostname(host) {
+                return Err(bad("invalid host name"));
+            }
+            HostPattern::Name(host.to_ascii_lowercase())
+        };
+        Ok(Self { host, port })
+    }
+
+    /// Whether the pattern allows this port.
+    pub fn port_matches(&self, port: u16) -> bool {
+        self.port.is_none_or(|p| p == port)
+    }
+
+    /// The host name whose addresses a socket may use, when the pattern names
+    /// one (the caller resolves it for [`NetPattern::allows_addr`]).
+    pub fn name_to_resolve(&self) -> Option<&str> {
+        match &self.host {
+            HostPattern::Name(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// Whether a socket address is allowed by this pattern; `resolved` holds
+    /// the addresses of [`NetPattern::name_to_resolve`] (empty otherwise).
+    pub fn allows_addr(&self, addr: SocketAddr, resolved: &[IpAddr]) -> bool {
+        if !self.port_matches(addr.port()) {
+            return false;
+        }
+        let ip = canonical_ip(addr.ip());
+        match &self.host {
+            HostPattern::Any => true,
+            HostPattern::Ip(allowed) => canonical_ip(*allowed) == ip,
+            HostPattern::Name(_) => resolved.iter().any(|a| canonical_ip(*a) == ip),
+            HostPattern::Suffix(_) => false,
+        }
+    }
+
+    /// Whether a host name and port (as in an HTTP request) is allowed.
+    pub fn allows_name(&self, host: &str, port: u16) -> bool {
+        if !self.port_matches(port) {
+            return false;
+        }
+        let host = host.to_ascii_lowercase();
+        match &self.host {
+            HostPattern::Any => true,
+            HostPattern::Ip(ip) => host.parse::<IpAddr>().is_ok_and(|h| h == *ip),
+            HostPattern::Name(name) => *name == host,
+            HostPattern::Suffix(suffix) => host
+                .strip_suffix(suffix.as_str())
+                .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1),
+        }
+    }
+}
+
+fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn valid_hostname(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_patterns() {
+        assert!(NetPattern::parse("example.org:443").is_ok());
+        assert!(NetPattern::parse("*.example.org:443").is_ok());
+        assert!(NetPattern::parse("127.0.0.1:*").is_ok());
+        assert!(NetPattern::parse("[::1]:80").is_ok());
+        assert!(NetPattern::parse("example.org").is_err());
+        assert!(NetPattern::parse("example.org:http").is_err());
+        assert!(NetPattern::parse("exa mple.org:1").is_err());
+    }
+
+    #[test]
+    fn names_match_suffixes() {
+        let p = NetPattern::parse("*.example.org:443").unwrap();
+        assert!(p.allows_name("api.example.org", 443));
+        assert!(!p.allows_name("example.org", 443));
+        assert!(!p.allows_name("evilexample.org", 443));
+        assert!(!p.allows_name("api.example.org", 80));
+    }
+
+    #[test]
+    fn addresses_match_literals_and_ports() {
+        let allows = |p: &NetPattern, addr: &str| p.allows_addr(addr.parse().unwrap(), &[]);
+        let p = NetPattern::parse("127.0.0.1:8080").unwrap();
+        assert!(allows(&p, "127.0.0.1:8080"));
+        assert!(allows(&p, "[::ffff:127.0.0.1]:8080"));
+        assert!(!allows(&p, "127.0.0.1:8081"));
+        assert!(!allows(&p, "127.0.0.2:8080"));
+        let suffix = NetPattern::parse("*.example.org:443").unwrap();
+        assert!(suffix.name_to_resolve().is_none());
+        assert!(!allows(&suffix, "93.184.216.34:443"));
+        let any = NetPattern::parse("*:443").unwrap();
+        assert!(allows(&any, "10.1.2.3:443"));
+        assert!(!allows(&any, "10.1.2.3:80"));
+    }
+
+    #[test]
+    fn names_allow_the_addresses_they_resolve_to() {
+        let p = NetPattern::parse("localhost:8080").unwrap();
+        assert_eq!(p.name_to_resolve(), Some("localhost"));
+        let resolved = ["127.0.0.1".parse().unwrap()];
+        assert!(p.allows_addr("127.0.0.1:8080".parse().unwrap(), &resolved));
+        assert!(!p.allows_addr("127.0.0.1:8081".parse().unwrap(), &resolved));
+        assert!(!p.allows_addr("192.0.2.1:8080".parse().unwrap(), &resolved));
+        assert!(!p.allows_addr("127.0.0.1:8080".parse().unwrap(), &[]));
+    }
+}

@@ -1,6 +1,0 @@
-//! Works out the required literals of `threats.toml` (talaria-patterns), so the threat scanner
-//! parses and compiles a pattern only when a text could match it. A bad pattern fails the build.
-
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    talaria_patterns::codegen::write_for_build_script("threats.toml")
-}

@@ -1,0 +1,574 @@
+//! Finds plugin packages: the distribution's package dirs, then the profile's
+//! `plugins/`, then the working directory's `.talaria/plugins` when the user
+//! trusts that directory. A later package overrides an earlier one of the same
+//! name, and every override is reported.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use talaria_plugin_host::Manifest;
+
+use crate::home::ProfileHome;
+
+/// Where a package was found; decides its default trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginSource {
+    /// Shipped with Talaria: granted what its manifest requests unless revoked.
+    Distribution,
+    /// Installed in the profile: granted only what the user granted.
+    User,
+    /// From a trusted project directory: granted only what the user granted.
+    Project,
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PluginSource::Distribution => "distribution",
+            PluginSource::User => "user",
+            PluginSource::Project => "project",
+        })
+    }
+}
+
+/// Why `found` may not be loaded at all, whatever is granted: native code
+/// loads only from the user's own plugin directory, never from the
+/// distribution's or a project's.
+pub fn refusal(found: &FoundPlugin) -> Option<String> {
+    (found.manifest.runtime == talaria_plugin_host::Runtime::Native
+        && found.source != PluginSource::User)
+        .then(|| {
+            format!(
+                "plugin {} not loaded: native plugins load only from your own plugin directory \
+                 ($TALARIA_HOME/plugins), never from {} plugin directories",
+                found.manifest.name, found.source
+            )
+        })
+}
+
+/// One package that will be loaded.
+#[derive(Debug, Clone)]
+pub struct FoundPlugin {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// The package directory.
+    pub dir: PathBuf,
+    /// Where it was found.
+    pub source: PluginSource,
+    /// What its grants are bound to (with its name): the distribution, the
+    /// profile's directory or the index it was installed from, or the trusted
+    /// project's directory.
+    pub grant_source: crate::grants::GrantSource,
+}
+
+/// The result of discovery: the winners by name, and what to tell the user.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Packages to load, in discovery order.
+    pub plugins: Vec<FoundPlugin>,
+    /// Overrides, skipped packages and untrusted project dirs, one line each.
+    pub notices: Vec<String>,
+}
+
+/// The distribution's package directories, next to the executable: `plugins/`
+/// of an unpacked distribution, `share/talaria/plugins` of an installed one, and
+/// the build output of a development checkout (`target/plugins/dist`).
+pub fn distribution_dirs() -> Vec<PathBuf> {
+    let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    vec![
+        exe_dir.join("plugins"),
+        exe_dir.join("../share/talaria/plugins"),
+        exe_dir.join("../plugins/dist"),
+    ]
+}
+
+/// Where a distribution keeps its ahead-of-time compiled plugins
+/// (`plugins/.compiled`, written by `talaria dist build`).
+pub fn prebuilt_dirs() -> Vec<PathBuf> {
+    distribution_dirs()
+        .into_iter()
+        .map(|dir| dir.join(PREBUILT_DIR))
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
+/// The directory name of compiled components inside a distribution's plugin dir.
+pub const PREBUILT_DIR: &str = ".compiled";
+
+/// The directories searched, in order, with their source.
+pub fn search_path(
+    home: &ProfileHome,
+    cwd: &Path,
+    trust: &TrustStore,
+) -> (Vec<(PathBuf, PluginSource)>, Vec<String>) {
+    let mut dirs: Vec<(PathBuf, PluginSource)> = distribution_dirs()
+        .into_iter()
+        .map(|dir| (dir, PluginSource::Distribution))
+        .collect();
+    dirs.push((home.plugins_dir(), PluginSource::User));
+    let mut notices = Vec::new();
+    let project = cwd.join(".talaria").join("plugins");
+    if project.is_dir() {
+        if trust.is_trusted(cwd) {
+            dirs.push((project, PluginSource::Project));
+        } else {
+            notices.push(format!(
+                "ignoring the plugins in {}: the directory is not trusted (run `talaria plugins trust` there to allow them)",
+                project.display()
+            ));
+        }
+    }
+    (dirs, notices)
+}
+
+/// Finds every package on the search path.
+pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery {
+    let (dirs, notices) = search_path(home, cwd, trust);
+    let mut discovery = Discovery {
+        plugins: Vec::new(),
+        notices,
+    };
+    let users = crate::grants::UserSources::load(home);
+    // A project's grants are bound to its canonical path (as it is trusted).
+    let project = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    for (dir, source) in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut packages: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.join("plugin.toml").is_file())
+            .collect();
+        packages.sort();
+        for package in packages {
+            let manifest = match talaria_plugin_host::read_manifest(&package.join("plugin.toml")) {
+                Ok(manifest) => manifest,
+                Err(error) => {
+                    discovery.notices.push(format!("skipping plugin: {error}"));
+                    continue;
+                }
+            };
+            let grant_source = match source {
+                PluginSource::Distribution => crate::grants::GrantSource::Distribution,
+                PluginSource::User => users.source_of(&manifest.name),
+                PluginSource::Project => crate::grants::GrantSource::Project(project.clone()),
+            };
+            let found = FoundPlugin {
+                manifest,
+                dir: package,
+                source,
+                grant_source,
+            };
+            match discovery
+                .plugins
+                .iter_mut()
+                .find(|p| p.manifest.name == found.manifest.name)
+            {
+                Some(earlier) => {
+                    discovery.notices.push(format!(
+                        "plugin {} from {} ({}) overrides the one from {} ({})",
+                        found.manifest.name,
+                        found.dir.display(),
+                        found.source,
+                        earlier.dir.display(),
+                        earlier.source
+                    ));
+                    *earlier = found;
+                }
+                None => discovery.plugins.push(found),
+            }
+        }
+    }
+    discovery
+}
+
+/// Project directories whose `.talaria/plugins` the user trusts, one canonical
+/// path per line in `$TALARIA_HOME/trusted-dirs`.
+#[derive(Debug, Default, Clone)]
+pub struct TrustStore {
+    path: PathBuf,
+    dirs: Vec<PathBuf>,
+}
+
+impl TrustStore {
+    /// Reads the store; a missing file trusts nothing.
+    pub fn load(home: &ProfileHome) -> Self {
+        let path = home.root().join("trusted-dirs");
+        let dirs = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(PathBuf::from)
+            .collect();
+        Self { path, dirs }
+    }
+
+    /// Whether `dir` (canonicalised) is trusted.
+    pub fn is_trusted(&self, dir: &Path) -> bool {
+        dir.canonicalize().is_ok_and(|dir| self.dirs.contains(&dir))
+    }
+
+    /// Trusts `dir` from now on and saves the store.
+    pub fn trust(&mut self, dir: &Path) -> std::io::Result<PathBuf> {
+        let dir = dir.canonicalize()?;
+        if !self.dirs.contains(&dir) {
+            self.dirs.push(dir.clone());
+            let text: String = self
+                .dirs
+                .iter()
+                .map(|d| format!("{}\n", d.display()))
+                .collect();
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let temp = self.path.with_extension("tmp");
+            std::fs::write(&temp, text)?;
+            std::fs::rename(&temp, &self.path)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// The plugins of a session, by the port they serve.
+#[derive(Debug, Default)]
+pub struct SessionPlugins {
+    /// The tool plugins' dispatcher, when any loaded.
+    pub tools: Option<talaria_plugin_host::PluginTools>,
+    /// The hooks plugins, when any loaded.
+    pub hooks: Option<talaria_plugin_host::PluginHooks>,
+    /// The plugins' slash commands, when any loaded plugin has commands. A
+    /// name another plugin already answers to is dropped (with a notice).
+    pub commands: Option<talaria_plugin_host::PluginCommands>,
+    /// The plugins' skins (from skin components and packages' `skins/*.yaml`),
+    /// in load order; a name an earlier plugin provides is dropped (with a
+    /// notice). Not validated: the surface applying one does that.
+    pub skins: Vec<talaria_plugin_host::PluginSkin>,
+    /// What the user should know: overrides, plugins left out and why.
+    pub notices: Vec<String>,
+}
+
+/// Discovers, grants and loads every tool, hooks, command and skin plugin for
+/// a session in `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
+/// that fails to load is left out and reported in the notices.
+pub async fn load_plugins(
+    home: &ProfileHome,
+    cwd: &Path,
+    surface: &str,
+    exec: talaria_plugin_host::ExecServices,
+    sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
+) -> SessionPlugins {
+    use talaria_plugin_host::{
+        Grants, HostOptions, LoadedPlugin, PluginCommands, PluginHooks, PluginHost, PluginKind,
+        PluginTools,
+    };
+
+    let discovery = discover(home, cwd, &TrustStore::load(home));
+    let mut session = SessionPlugins {
+        notices: discovery.notices,
+        ..SessionPlugins::default()
+    };
+    let notices = &mut session.notices;
+    let wanted: Vec<&FoundPlugin> = discovery
+        .plugins
+        .iter()
+        .filter(|p| {
+            [
+                PluginKind::Tools,
+                PluginKind::Hooks,
+                PluginKind::Commands,
+                PluginKind::Skin,
+            ]
+            .into_iter()
+            .any(|kind| p.manifest.provides(kind))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return session;
+    }
+    // A grant file we cannot read must not widen anything: grant nothing then.
+    let store = crate::grants::GrantStore::load(home)
+        .map_err(|error| {
+            notices.push(format!(
+                "{error}; plugins get no capabilities until it is fixed"
+            ))
+        })
+        .ok();
+    let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+        .with_cache_key_file(home.plugin_cache_key_file())
+        .with_prebuilt_dirs(prebuilt_dirs())
+        .with_log_file(home.plugin_log_file())
+        .with_exec(exec);
+    if let Some(sessions) = sessions {
+        options = options.with_session_search(sessions);
+    }
+    let host = match PluginHost::new(options) {
+        Ok(host) => host,
+        Err(error) => {
+            notices.push(format!("plugins are unavailable: {error}"));
+            return session;
+        }
+    };
+    // Loaded side by side (reading, verifying and deserialising compiled
+    // components is most of a warm start), then taken in discovery order so
+    // the first plugin keeps a clashing name whichever finished first.
+    let attempts = futures_util::future::join_all(wanted.iter().map(|found| {
+        let host = &host;
+        let grants = store.as_ref().map_or_else(Grants::none, |store| {
+            store.grants_for(&found.manifest, &found.grant_source)
+        });
+        async move {
+            match refusal(found) {
+                Some(refusal) => Err(refusal),
+                None => Ok(host.load(&found.dir, &grants).await),
+            }
+        }
+    }))
+    .await;
+    let mut loaded: Vec<LoadedPlugin> = Vec::new();
+    for (found, attempt) in wanted.iter().zip(attempts) {
+        let plugin = match attempt {
+            Ok(Ok(plugin)) => plugin,
+            Ok(Err(error)) => {
+                notices.push(format!(
+                    "plugin {} not loaded: {error}",
+                    found.manifest.name
+                ));
+                continue;
+            }
+            Err(refusal) => {
+                notices.push(refusal);
+                continue;
+            }
+        };
+        // One owner per tool name: the plugin found first keeps it.
+        let clash = plugin.tools().iter().find_map(|tool| {
+            loaded.iter().find_map(|earlier| {
+                earlier
+                    .tools()
+                    .iter()
+                    .any(|t| t.spec.name == tool.spec.name)
+                    .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
+            })
+        });
+        match clash {
+            Some((tool, owner)) => notices.push(format!(
+                "plugin {} not loaded: its tool '{tool}' is already provided by plugin {owner}",
+                plugin.name()
+            )),
+            None => loaded.push(plugin),
+        }
+    }
+    if loaded.iter().any(|p| !p.hook_subscriptions().is_empty()) {
+        match PluginHooks::new(loaded.clone(), cwd, surface) {
+            Ok(hooks) => session.hooks = Some(hooks),
+            Err(error) => notices.push(format!("plugin hooks are unavailable: {error}")),
+        }
+    }
+    if loaded.iter().any(|p| !p.commands().is_empty()) {
+        match PluginCommands::new(loaded.clone(), cwd, surface) {
+            Ok(commands) => {
+                notices.extend(commands.clashes().iter().map(ToString::to_string));
+                session.commands = Some(commands);
+            }
+            Err(error) => notices.push(format!("plugin commands are unavailable: {error}")),
+        }
+    }
+    session.skins = collect_skins(&loaded, notices);
+    if loaded.iter().any(|p| !p.tools().is_empty()) {
+        match PluginTools::new(loaded, cwd) {
+            Ok(tools) => session.tools = Some(tools),
+            Err(error) => notices.push(format!("plugin tools are unavailable: {error}")),
+        }
+    }
+    session
+}
+
+/// Every loaded plugin's skins in load order; a name an earlier plugin
+/// provides is dropped with a notice.
+fn collect_skins(
+    loaded: &[talaria_plugin_host::LoadedPlugin],
+    notices: &mut Vec<String>,
+) -> Vec<talaria_plugin_host::PluginSkin> {
+    let mut skins: Vec<talaria_plugin_host::PluginSkin> = Vec::new();
+    for skin in loaded.iter().flat_map(|plugin| plugin.skins()) {
+        match skins.iter().find(|s| s.name == skin.name) {
+            Some(owner) => notices.push(format!(
+                "skin {} of plugin {} dropped: plugin {} already provides it",
+                skin.name, skin.plugin, owner.plugin
+            )),
+            None => skins.push(skin.clone()),
+        }
+    }
+    skins
+}
+
+/// The session store as plugins' `session-search` sees it.
+#[derive(Debug)]
+pub struct StoreSearch(pub std::sync::Arc<talaria_store::SessionDb>);
+
+impl talaria_plugin_host::SessionSearch for StoreSearch {
+    fn search(
+        &self,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<talaria_plugin_host::SessionHit>, String> {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let hits = self.0.search(query, limit).map_err(|e| e.to_string())?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| talaria_plugin_host::SessionHit {
+                session_id: hit.session_id,
+                role: serde_json::to_value(hit.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                snippet: hit.snippet,
+                timestamp: u64::try_from(hit.created_at / 1000).unwrap_or(0),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod store_search_tests {
+    use super::*;
+    use talaria_plugin_host::SessionSearch;
+
+    #[test]
+    fn plugins_search_the_session_store() {
+        let db = std::sync::Arc::new(talaria_store::SessionDb::open_in_memory().unwrap());
+        let session = talaria_store::NewSession {
+            id: "s1".into(),
+            title: None,
+            source: "cli".into(),
+            model: "m".into(),
+            cwd: None,
+            parent_session_id: None,
+        };
+        db.append_or_create(
+            &session,
+            &talaria_kernel::Message::user("the zebra migration"),
+        )
+        .unwrap();
+        let hits = StoreSearch(db).search("zebra", 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].session_id, "s1");
+        assert_eq!(hits[0].role, "user");
+        assert!(hits[0].snippet.contains("zebra"), "{}", hits[0].snippet);
+        assert!(hits[0].timestamp > 1_700_000_000, "unix seconds");
+    }
+}
+
+#[cfg(test)]
+mod load_tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    /// The packaged `commands-probe` test plugin, built with
+    /// `scripts/build-plugins` unless `TALARIA_PLUGINS_PREBUILT` names a
+    /// packaged tree.
+    fn commands_probe() -> PathBuf {
+        let root = if let Some(dir) = std::env::var_os("TALARIA_PLUGINS_PREBUILT") {
+            PathBuf::from(dir)
+        } else {
+            let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+            let status = std::process::Command::new(repo.join("scripts/build-plugins"))
+                .args(["-p", "talaria-plugin-commands-probe"])
+                .current_dir(repo)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "scripts/build-plugins failed");
+            repo.join("target/plugins")
+        };
+        root.join("test/commands-probe")
+    }
+
+    /// Copies the package into `plugins` as `name`.
+    fn install(package: &Path, plugins: &Path, name: &str) {
+        let dir = plugins.join(name);
+        std::fs::create_dir_all(dir.join("skins")).unwrap();
+        std::fs::copy(package.join("plugin.wasm"), dir.join("plugin.wasm")).unwrap();
+        let manifest = std::fs::read_to_string(package.join("plugin.toml")).unwrap();
+        let manifest = manifest.replace("name = \"commands-probe\"", &format!("name = \"{name}\""));
+        std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+        std::fs::copy(
+            package.join("skins/probe-light.yaml"),
+            dir.join("skins/probe-light.yaml"),
+        )
+        .unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn command_and_skin_plugins_load_and_clashes_are_reported() {
+        let package = commands_probe();
+        let tmp = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(tmp.path().join("home"));
+        install(&package, &home.plugins_dir(), "commands-probe");
+        install(&package, &home.plugins_dir(), "other-probe");
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
+            .unwrap();
+
+        let session = load_plugins(&home, &cwd, "cli", exec, None).await;
+
+        assert!(session.tools.is_none() && session.hooks.is_none());
+        let commands = session.commands.expect("commands");
+        let names: Vec<(String, String)> = commands
+            .specs()
+            .into_iter()
+            .map(|s| (s.plugin, s.name))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("commands-probe".to_owned(), "echo-args".to_owned()),
+                ("commands-probe".to_owned(), "fail-command".to_owned()),
+            ]
+        );
+        let run = commands
+            .run(
+                "ea",
+                "hi",
+                talaria_kernel::HookSession {
+                    session_id: "s1",
+                    model: "m",
+                },
+            )
+            .await;
+        assert_eq!(run.as_deref(), Ok("echo-args: hi (session s1)"));
+
+        let skins: Vec<(&str, &str)> = session
+            .skins
+            .iter()
+            .map(|s| (s.plugin.as_str(), s.name.as_str()))
+            .collect();
+        assert_eq!(
+            skins,
+            [
+                ("commands-probe", "probe-dark"),
+                ("commands-probe", "probe-light")
+            ]
+        );
+        for expected in [
+            "command /echo-args of plugin other-probe dropped: plugin commands-probe already provides /echo-args",
+            "skin probe-dark of plugin other-probe dropped: plugin commands-probe already provides it",
+            "skin probe-light of plugin other-probe dropped: plugin commands-probe already provides it",
+        ] {
+            assert!(
+                session.notices.iter().any(|n| n == expected),
+                "{expected:?} not in {:#?}",
+                session.notices
+            );
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The steps of `talaria dist build`: build the binary with the manifest's
+//! features, gather and verify the plugins into a lockfile'd package dir,
+//! compile them ahead of time with the new binary, then swap the finished
+//! directory into place and print what it weighs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use talaria_agent::ProfileHome;
+use talaria_agent::plugins::PREBUILT_DIR;
+use talaria_registry::{Layout, Registry};
+
+use super::manifest::{DistManifest, DistPlugin, PluginOrigin};
+use crate::plugin_registry::install::{prepare_from_index, prepare_path};
+use crate::plugin_registry::registry;
+
+/// The name of the binary inside a distribution.
+const BINARY: &str = "talaria";
+
+pub(super) async fn build(
+    home: &ProfileHome,
+    manifest_path: &Path,
+    out: &Path,
+    source: Option<PathBuf>,
+) -> Result<(), String> {
+    let manifest = DistManifest::load(manifest_path)?;
+    let source = source_checkout(source)?;
+    check_features(&source, &manifest)?;
+    let binary = build_binary(&source, &manifest)?;
+
+    let partial = sibling(out, "partial")?;
+    remove_dir_if_present(&partial)?;
+    std::fs::create_dir_all(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+    let shipped = partial.join(BINARY);
+    std::fs::copy(&binary, &shipped)
+        .map_err(|e| format!("copying {} to {}: {e}", binary.display(), shipped.display()))?;
+
+    let plugins_dir = partial.join("plugins");
+    let layout = Layout::new(plugins_dir.clone(), partial.join("plugins.lock"));
+    let mut index_registry: Option<Registry> = None;
+    let mut builtins_built = false;
+    for plugin in &manifest.plugins {
+        let prepared = match plugin.origin() {
+            PluginOrigin::Builtin => {
+                if !builtins_built {
+                    build_first_party_plugins(&source)?;
+                    builtins_built = true;
+                }
+                let dir = source.join("target/plugins/dist").join(&plugin.name);
+                if !dir.join("plugin.toml").is_file() {
+                    return Err(format!(
+                        "'{}' is not a first-party plugin of {} (none in {}); use index = or path =",
+                        plugin.name,
+                        source.display(),
+                        dir.display()
+                    ));
+                }
+                let mut prepared =
+                    prepare_path(&layout, &dir, plugin.requirement()).map_err(|e| e.to_string())?;
+                prepared.locked.source = "builtin".to_owned();
+                prepared
+            }
+            PluginOrigin::Path(path) => {
+                prepare_path(&layout, &path, plugin.requirement()).map_err(|e| e.to_string())?
+            }
+            PluginOrigin::Index(index) => {
+                let registry = match &index_registry {
+                    Some(registry) => registry,
+                    None => index_registry.insert(registry(home).map_err(|e| e.to_string())?),
+                };
+                prepare_from_index(
+                    &layout,
+                    registry,
+                    &plugin.name,
+                    &plugin.requirement(),
+                    Some(&index),
+                    None,
+                )
+                .await
+                .map_err(|e| e.to_string())?
+            }
+        };
+        check_version(plugin, &prepared.manifest)?;
+        let lock = layout.lock().map_err(|e| e.to_string())?;
+        prepared.commit(&lock).map_err(|e| e.to_string())?;
+    }
+    // The install lock and staging area are build leftovers, not part of the distribution.
+    let _ = std::fs::remove_file(plugins_dir.join(".install.lock"));
+    let _ = std::fs::remove_dir_all(plugins_dir.join(".staging"));
+
+    if !manifest.plugins.is_empty() {
+        precompile_with(&shipped, &plugins_dir)?;
+    }
+    std::fs::copy(manifest_path, partial.join("dist.toml"))
+        .map_err(|e| format!("copying {}: {e}", manifest_path.display()))?;
+
+    remove_dir_if_present(out)?;
+    std::fs::rename(&partial, out)
+        .map_err(|e| format!("moving {} to {}: {e}", partial.display(), out.display()))?;
+    print_sizes(&manifest, out);
+    Ok(())
+}
+
+/// The source checkout: `--source`, or the one this binary was built from.
+fn source_checkout(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    let candidate = given
+        .clone()
+        .unwrap_or_else(|| Path::new(crate::CHECKOUT).to_path_buf());
+    let root = candidate.canonicalize().map_err(|_| {
+        format!(
+            "{} is not a Talaria source checkout; pass --source DIR",
+            candidate.display()
+        )
+    })?;
+    if !root.join("Cargo.toml").is_file() || !root.join("cli").is_dir() {
+        return Err(format!(
+            "{} is not a Talaria source checkout (no Cargo.toml and cli/); pass --source DIR",
+            root.display()
+        ));
+    }
+    Ok(root)
+}
+
+/// Refuses features the `talaria` package does not have, listing those it does.
+fn check_features(source: &Path, manifest: &DistManifest) -> Result<(), String> {
+    let path = source.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cargo: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| format!("{}: {}", path.display(), e.message()))?;
+    let known: Vec<String> = cargo
+        .get("features")
+        .and_then(|f| f.as_table())
+        .map(|table| table.keys().filter(|k| *k != "default").cloned().collect())
+        .unwrap_or_default();
+    for feature in &manifest.features {
+        if !known.contains(feature) {
+            return Err(format!(
+                "feature '{feature}' does not exist; the talaria package has: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cargo build -p talaria` (`cargo rustc` when there are link arguments) with the manifest's
+/// profile and features; returns the binary.
+fn build_binary(source: &Path, manifest: &DistManifest) -> Result<PathBuf, String> {
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let subcommand = if manifest.link_args.is_empty() {
+        "build"
+    } else {
+        "rustc"
+    };
+    cargo
+        .current_dir(source)
+        .args([subcommand, "--locked", "-p", "talaria", "--bin", BINARY])
+        .args(["--profile", &manifest.profile]);
+    if !manifest.default_features {
+        cargo.arg("--no-default-features");
+    }
+    if !manifest.features.is_empty() {
+        cargo.args(["--features", &manifest.features.join(",")]);
+    }
+    if !manifest.link_args.is_empty() {
+        cargo.arg("--");
+        for arg in &manifest.link_args {
+            cargo.args(["-C", &format!("link-arg={arg}")]);
+        }
+    }
+    eprintln!(
+        "building {} ({})",
+        manifest.name,
+        describe_features(manifest)
+    );
+    let status = cargo
+        .status()
+        .map_err(|e| format!("cannot run cargo (is Rust installed?): {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build failed ({status})"));
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                source.join(dir)
+            }
+        })
+        .unwrap_or_else(|| source.join("target"));
+    let profile_dir = match manifest.profile.as_str() {
+        "dev" | "test" => "debug",
+        "bench" => "release",
+        other => other,
+    };
+    let binary = target.join(profile_dir).join(BINARY);
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(format!(
+            "cargo reported success but {} is missing",
+            binary.display()
+        ))
+    }
+}
+
+fn describe_features(manifest: &DistManifest) -> String {
+    let mut parts = vec![format!("profile {}", manifest.profile)];
+    parts.push(if manifest.default_features {
+        "default features".to_owned()
+    } else {
+        "no default features".to_owned()
+    });
+    if !manifest.features.is_empty() {
+        parts.push(format!("+ {}", manifest.features.join(", ")));
+    }
+    parts.join(", ")
+}
+
+fn build_first_party_plugins(source: &Path) -> Result<(), String> {
+    let script = source.join("scripts/build-plugins");
+    eprintln!("building the first-party plugins");
+    let output = Command::new(&script)
+        .current_dir(source)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} failed:\n{}",
+            script.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+fn check_version(
+    plugin: &DistPlugin,
+    manifest: &talaria_plugin_manifest::Manifest,
+) -> Result<(), String> {
+    let requirement = plugin.requirement();
+    if requirement.matches(&manifest.version) {
+        Ok(())
+    } else {
+        Err(format!(
+            "plugin '{}' is version {}, which does not match {requirement}",
+            plugin.name, manifest.version
+        ))
+    }
+}
+
+/// Compiles the plugins with the distribution's own binary, so the compiled
+/// forms match the engine that will load them.
+fn precompile_with(binary: &Path, plugins_dir: &Path) -> Result<(), String> {
+    let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
+    let output = Command::new(binary)
+        .args(["dist", "precompile"])
+        .arg(plugins_dir)
+        .env("TALARIA_HOME", scratch.path())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "compiling the plugins ahead of time failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+fn sibling(out: &Path, suffix: &str) -> Result<PathBuf, String> {
+    let name = out
+        .file_name()
+        .ok_or_else(|| format!("--out {} must name a directory", out.display()))?;
+    Ok(out.with_file_name(format!("{}.{suffix}", name.to_string_lossy())))
+}
+
+fn remove_dir_if_present(dir: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot replace {}: {e}", dir.display())),
+    }
+}
+
+/// The size table: the binary, each plugin, the compiled forms, the total.
+fn print_sizes(manifest: &DistManifest, out: &Path) {
+    let binary = file_size(&out.join(BINARY));
+    let plugins_dir = out.join("plugins");
+    let compiled = dir_size(&plugins_dir.join(PREBUILT_DIR));
+    let total = dir_size(out);
+    if manifest.description.is_empty() {
+        println!("{} → {}", manifest.name, out.display());
+    } else {
+        println!(
+            "{} ({}) → {}",
+            manifest.name,
+            manifest.description,
+            out.display()
+        );
+    }
+    println!("  {:<28} {:>12}", "binary", human(binary));
+    for plugin in &manifest.plugins {
+        println!(
+            "  {:<28} {:>12}",
+            format!("plugin {}", plugin.name),
+            human(dir_size(&plugins_dir.join(&plugin.name)))
+        );
+    }
+    println!("  {:<28} {:>12}", "plugins compiled ahead", human(compiled));
+    println!("  {:<28} {:>12}", "total", human(total));
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return file_size(path);
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                dir_size(&path)
+            } else {
+                file_size(&path)
+            }
+        })
+        .sum()
+}
+
+fn human(bytes: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let mib = bytes as f64 / (1024.0 * 1024.0);
+    format!("{mib:.1} MiB")
+}
