@@ -30,8 +30,6 @@ pub use types::*;
 
 /// Result text given to every tool call that was cut short by an interrupt.
 pub const INTERRUPTED_RESULT: &str = "interrupted by user: the call did not complete";
-/// The tool whose turns are refunded: running code is how the model saves turns.
-pub const EXECUTE_CODE_TOOL: &str = "execute_code";
 
 const CONTINUE_PROMPT: &str = "[System note] Your previous reply was cut off by the output \
 token limit. Continue exactly where it stopped, without repeating anything.";
@@ -505,7 +503,16 @@ impl AgentLoop {
         if interrupted || cancel.is_cancelled() {
             return Step::Exit(self.interrupt(conversation, events).await);
         }
-        if self.state.last_call_consumed && calls.iter().all(|c| c.name == EXECUTE_CODE_TOOL) {
+        // A turn that only ran tools which are one step however many calls they
+        // make (scripts) gives its iteration back.
+        let refunds = |name: &str| {
+            conversation
+                .prompt
+                .tools()
+                .iter()
+                .any(|tool| tool.name == name && tool.refunds_iteration)
+        };
+        if self.state.last_call_consumed && calls.iter().all(|c| refunds(&c.name)) {
             self.budget.iterations.refund();
         }
         self.state.phase = Phase::CallModel;

@@ -70,7 +70,7 @@ impl IterationBudget {
             });
     }
 
-    /// Gives one iteration back (e.g. a turn that only ran `execute_code`),
+    /// Gives one iteration back (e.g. a turn that only ran scripts),
     /// here and in every ancestor.
     pub fn refund(&self) {
         self.refund_own();

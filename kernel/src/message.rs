@@ -94,6 +94,11 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: serde_json::Value,
+    /// A turn whose calls all go to such tools gives its iteration back (a
+    /// tool that runs many tool calls itself, such as a script, is one step).
+    /// Never sent to a model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refunds_iteration: bool,
 }
 
 /// The outcome of one tool call, always returned to the model as text.

@@ -136,6 +136,7 @@ mod tests {
             name: name.into(),
             description: format!("{name} tool"),
             parameters: serde_json::json!({"type": "object"}),
+            refunds_iteration: false,
         }
     }
 

@@ -167,6 +167,7 @@ mod tests {
             name: "read_file".into(),
             description: "read".into(),
             parameters: json!({"type": "object", "required": ["path"]}),
+            refunds_iteration: false,
         }]
     }
 
@@ -246,6 +247,7 @@ mod tests {
             name: "todo".into(),
             description: "t".into(),
             parameters: json!({"type": "object"}),
+            refunds_iteration: false,
         }];
         let ok = validate_call(&call("todo", "  "), &no_required).unwrap();
         assert_eq!(ok.arguments, json!({}));

@@ -1,7 +1,8 @@
 //! Slim distributions: `talaria dist build` on the repository's own
 //! `distributions/minimal.toml` and `distributions/default.toml` (release builds), then each
 //! distribution runs a conversation with a terminal tool call from a fresh
-//! profile with no index configured, loading its plugins precompiled.
+//! profile with no index configured, loading its plugins precompiled. Heavy:
+//! run by `./scripts/test --heavy` (it is `#[ignore]`d otherwise).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -90,7 +91,10 @@ fn converse(dist: &Path) {
     );
 }
 
+// Two size-optimised release builds of the whole workspace: about 13 minutes
+// on CI's two cores, so this runs only under `./scripts/test --heavy`.
 #[test]
+#[ignore = "heavy: release builds of both distributions (./scripts/test --heavy)"]
 fn minimal_and_default_distributions_build_and_run_offline() {
     for (manifest, name) in [
         ("distributions/minimal.toml", "minimal"),

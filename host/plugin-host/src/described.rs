@@ -46,6 +46,7 @@ pub(crate) fn parse_tools(plugin: &str, json: &[u8]) -> Result<Vec<ToolInfo>, Lo
                 name: d.name,
                 description: d.description,
                 parameters: d.parameters,
+                refunds_iteration: false,
             },
             flags: ToolFlags {
                 never_parallel: d.never_parallel,

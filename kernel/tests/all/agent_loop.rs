@@ -361,6 +361,8 @@ async fn interrupt_during_the_model_call_exits_cleanly() {
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
+        // The test's own timer, outside the loop under test.
+        #[allow(clippy::disallowed_methods)]
         tokio::time::sleep(Duration::from_millis(20)).await;
         trigger.cancel();
     });

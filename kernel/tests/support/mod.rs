@@ -156,7 +156,7 @@ pub fn server_error() -> Reply {
 }
 
 /// Tools: `echo` returns its arguments, `fail` errors, `slow` blocks until
-/// cancelled, `execute_code` succeeds, `forgetful` returns no result at all.
+/// cancelled, `execute_code` succeeds (and refunds its iteration), `forgetful` returns no result at all.
 pub struct FakeTools {
     pub executed: Mutex<Vec<String>>,
     pub started: tokio::sync::Notify,
@@ -176,6 +176,7 @@ fn spec(name: &str, required: &[&str]) -> ToolSpec {
         name: name.into(),
         description: format!("the {name} tool"),
         parameters: serde_json::json!({"type": "object", "required": required}),
+        refunds_iteration: false,
     }
 }
 
@@ -186,7 +187,10 @@ impl ToolDispatcher for FakeTools {
             spec("echo", &["text"]),
             spec("fail", &[]),
             spec("slow", &[]),
-            spec("execute_code", &["code"]),
+            ToolSpec {
+                refunds_iteration: true,
+                ..spec("execute_code", &["code"])
+            },
             spec("forgetful", &[]),
         ]
     }

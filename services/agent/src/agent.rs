@@ -17,19 +17,18 @@ use talaria_plugin_host::ExecServices;
 use talaria_providers::ProviderConfig;
 use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 use talaria_tools::{
-    DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolSource, ToolsetDef, Toolsets,
+    DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolsetDef, Toolsets,
 };
 
 use crate::auxiliary::Auxiliary;
-use crate::config::{ApprovalMode, NetworkConfig, ToolsConfig};
-use crate::delegate::{ChildKit, DelegateTool, MAX_DEPTH};
 use crate::exec_setup::exec_services;
-use crate::home::ProfileHome;
 use crate::knowledge::Knowledge;
 use crate::plugins::{StoreSearch, load_plugins};
-use crate::settings::{ModelSettings, Settings};
 use crate::store::MemorySessionStore;
-use crate::tools::{ExecuteCodeTool, NativeTools, SessionSearchTool, ToolsHandle, builtin};
+use crate::tools::{ChildKit, MAX_DEPTH, NativeToolInputs, native_tools};
+use talaria_profile::config::{ApprovalMode, NetworkConfig, ToolsConfig};
+use talaria_profile::home::ProfileHome;
+use talaria_profile::settings::{ModelSettings, Settings};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,16 +115,8 @@ impl Agent {
             resume,
         } = options;
         let cwd = cwd.as_path();
-        let network = &settings.config.network;
-        let routes = std::iter::once(&settings.primary)
-            .chain(&settings.fallbacks)
-            .map(|model| {
-                Ok(ModelRoute {
-                    provider: provider_for(model, network)?,
-                    model: model.model.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, BuildError>>()?;
+        let routes = model_routes(settings)?;
+        let delegation_depth = delegation_depth(settings)?;
         let approver_can_answer = approver.can_answer();
         let exec = exec_services(
             &settings.config.terminal,
@@ -135,71 +126,31 @@ impl Agent {
             approver,
         )?;
         let mut notices = Vec::new();
-        // Sessions are kept in SQLite; if that is impossible the session
-        // still runs, in memory, and the user is told it will not be kept.
-        let db = match SessionDb::open(home.session_db()) {
-            Ok(db) => Some(Arc::new(db)),
-            Err(error) => {
-                if resume.is_some() {
-                    return Err(BuildError(format!("cannot resume: {error}")));
-                }
-                notices.push(format!("this session will not be saved: {error}"));
-                None
-            }
-        };
+        let db = open_session_db(home, resume.is_some(), &mut notices)?;
         let sessions = db
             .clone()
             .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
         let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions).await;
         notices.extend(plugins.notices);
-        let auxiliary = match &settings.auxiliary {
-            Some(model) => Some(Arc::new(Auxiliary::new(
-                provider_for(model, network)?,
-                model.model.clone(),
-            ))),
-            None => None,
-        };
-        // Compression summaries: the auxiliary model, else the primary one.
-        let summarizer: Arc<dyn Summarizer> = match &auxiliary {
-            Some(auxiliary) => auxiliary.clone(),
-            // The primary route's provider: no second client for the same endpoint.
-            None => match routes.first() {
-                Some(primary) => Arc::new(Auxiliary::new(
-                    primary.provider.clone(),
-                    primary.model.clone(),
-                )),
-                None => return Err(BuildError("no model configured".into())),
-            },
-        };
+        let auxiliary = auxiliary_model(settings)?;
+        let summarizer = summarizer(auxiliary.as_ref(), &routes)?;
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
-        let mut native = builtin();
-        native.extend(knowledge.tools());
-        if let Some(db) = &db {
-            native.push(Arc::new(SessionSearchTool::new(
-                db.clone(),
-                auxiliary.clone(),
-            )));
-        }
-        // execute_code calls back into the dispatcher, which is built below.
-        let code_tools = ToolsHandle::new();
-        // Scripts need the user's approval outside a sandbox or yolo mode.
-        let someone_can_approve = !settings.yolo
-            && settings.config.approvals.mode == ApprovalMode::Ask
-            && approver_can_answer;
-        if ExecuteCodeTool::offered(&exec, someone_can_approve) {
-            native.push(Arc::new(ExecuteCodeTool::new(
-                &exec,
-                cwd,
-                home.tmp_dir(),
-                code_tools.clone(),
-            )));
-        }
-        let delegate = DelegateTool::new();
-        let mut sources: Vec<Arc<dyn ToolSource>> = vec![
-            Arc::new(NativeTools::new(native)),
-            Arc::new(delegate.clone()),
-        ];
+
+        // The tools: the native ones, then the plugins'.
+        let native = native_tools(NativeToolInputs {
+            knowledge: &knowledge,
+            db: db.as_ref(),
+            auxiliary,
+            exec: &exec,
+            cwd,
+            scratch_root: home.tmp_dir(),
+            // Scripts need the user's approval outside a sandbox or yolo mode.
+            someone_can_approve: !settings.yolo
+                && settings.config.approvals.mode == ApprovalMode::Ask
+                && approver_can_answer,
+        });
+        let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
         }
@@ -213,67 +164,19 @@ impl Agent {
             Some(hooks) => Arc::new(hooks),
             None => Arc::new(NoHooks),
         };
-        code_tools.set(&tools, hooks.clone(), settings.primary.model.clone());
-        let (session_id, history) = match (&resume, &db) {
-            (Some(id), Some(db)) => {
-                let resumed = db
-                    .messages_for_resume(id)
-                    .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
-                if resumed.repaired > 0 {
-                    notices.push(format!(
-                        "{} tool call(s) of the last turn never finished; they are marked interrupted",
-                        resumed.repaired
-                    ));
-                }
-                (id.clone(), resumed.messages)
-            }
-            _ => (new_session_id(), Vec::new()),
-        };
-        let store: Arc<dyn SessionStore> = match &db {
-            Some(db) => Arc::new(SqliteSessionStore::new(
-                db.clone(),
-                NewSession {
-                    id: session_id.clone(),
-                    title: None,
-                    source: surface.name().to_owned(),
-                    model: settings.primary.model.clone(),
-                    cwd: Some(cwd.display().to_string()),
-                    parent_session_id: None,
-                },
-            )),
-            None => Arc::new(MemorySessionStore::default()),
-        };
-        let persona = std::fs::read_to_string(home.soul_file())
-            .ok()
-            .filter(|soul| !soul.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_PERSONA.to_owned());
-        let mut builder = PromptBuilder::new()
-            .section(Section::Persona, persona)
-            .section(Section::PlatformHints, surface.hints());
-        for (section, text) in knowledge.sections(&tools.visible_tools(), &tools.visible_toolsets())
-        {
-            builder = builder.section(section, text);
-        }
-        let prompt = builder
-            .section(
-                Section::ToolUseGuidance,
-                tool_use_guidance(&settings.primary.model),
-            )
-            .tools(tools.specs())
-            .build();
+        native
+            .code_tools
+            .set(&tools, hooks.clone(), settings.primary.model.clone());
+
+        let (session_id, history) = resume_or_start(resume.as_deref(), db.as_ref(), &mut notices)?;
+        let store = session_store(db.as_ref(), &session_id, surface, settings, cwd);
+        let prompt = frozen_prompt(home, surface, &knowledge, &tools, settings);
         let mut ports = Ports::new(tools.clone(), store, Arc::new(SystemClock::new()));
         ports.summarizer = Some(summarizer.clone());
         ports.hooks = hooks.clone();
         let budget = settings.budget();
         let loop_config = settings.loop_config();
-        let delegation = &settings.config.delegation;
-        if !(1..=MAX_DEPTH).contains(&delegation.max_depth) {
-            return Err(BuildError(format!(
-                "delegation.max_depth must be 1 or {MAX_DEPTH}, not {}",
-                delegation.max_depth
-            )));
-        }
-        delegate.provide(ChildKit {
+        native.delegate.provide(ChildKit {
             routes: routes.clone(),
             sources,
             options,
@@ -283,8 +186,8 @@ impl Agent {
             hooks,
             db: db.clone(),
             depth: 1,
-            max_depth: delegation.max_depth,
-            child_iterations: delegation.child_iterations.max(1),
+            max_depth: delegation_depth,
+            child_iterations: settings.config.delegation.child_iterations.max(1),
         });
         let agent_loop = AgentLoop::new(routes, ports, budget, loop_config)
             .map_err(|e| BuildError(e.to_string()))?;
@@ -372,6 +275,154 @@ pub struct AgentOptions {
     pub approver: Arc<dyn Approver>,
     /// Continue this stored session instead of starting one.
     pub resume: Option<String>,
+}
+
+/// The primary model, then the fallbacks, in order.
+fn model_routes(settings: &Settings) -> Result<Vec<ModelRoute>, BuildError> {
+    std::iter::once(&settings.primary)
+        .chain(&settings.fallbacks)
+        .map(|model| {
+            Ok(ModelRoute {
+                provider: provider_for(model, &settings.config.network)?,
+                model: model.model.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The configured `delegation.max_depth`, checked.
+fn delegation_depth(settings: &Settings) -> Result<u32, BuildError> {
+    let depth = settings.config.delegation.max_depth;
+    if !(1..=MAX_DEPTH).contains(&depth) {
+        return Err(BuildError(format!(
+            "delegation.max_depth must be 1 or {MAX_DEPTH}, not {depth}"
+        )));
+    }
+    Ok(depth)
+}
+
+/// The session database. Sessions are kept in SQLite; if that is impossible
+/// a new session still runs, in memory, and the user is told it will not be
+/// kept (a resumed one cannot run without it).
+fn open_session_db(
+    home: &ProfileHome,
+    resuming: bool,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<SessionDb>>, BuildError> {
+    match SessionDb::open(home.session_db()) {
+        Ok(db) => Ok(Some(Arc::new(db))),
+        Err(error) if resuming => Err(BuildError(format!("cannot resume: {error}"))),
+        Err(error) => {
+            notices.push(format!("this session will not be saved: {error}"));
+            Ok(None)
+        }
+    }
+}
+
+/// The auxiliary model (summaries, compression), if one is configured.
+fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildError> {
+    settings
+        .auxiliary
+        .as_ref()
+        .map(|model| {
+            Ok(Arc::new(Auxiliary::new(
+                provider_for(model, &settings.config.network)?,
+                model.model.clone(),
+            )))
+        })
+        .transpose()
+}
+
+/// Who writes compression summaries: the auxiliary model, else the primary
+/// route's provider (no second client for the same endpoint).
+fn summarizer(
+    auxiliary: Option<&Arc<Auxiliary>>,
+    routes: &[ModelRoute],
+) -> Result<Arc<dyn Summarizer>, BuildError> {
+    if let Some(auxiliary) = auxiliary {
+        return Ok(auxiliary.clone());
+    }
+    match routes.first() {
+        Some(primary) => Ok(Arc::new(Auxiliary::new(
+            primary.provider.clone(),
+            primary.model.clone(),
+        ))),
+        None => Err(BuildError("no model configured".into())),
+    }
+}
+
+/// The session's id and history: the stored session to resume (tool calls
+/// its last turn never finished are marked interrupted), else a new one.
+fn resume_or_start(
+    resume: Option<&str>,
+    db: Option<&Arc<SessionDb>>,
+    notices: &mut Vec<String>,
+) -> Result<(String, Vec<talaria_kernel::Message>), BuildError> {
+    let (Some(id), Some(db)) = (resume, db) else {
+        return Ok((new_session_id(), Vec::new()));
+    };
+    let resumed = db
+        .messages_for_resume(id)
+        .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
+    if resumed.repaired > 0 {
+        notices.push(format!(
+            "{} tool call(s) of the last turn never finished; they are marked interrupted",
+            resumed.repaired
+        ));
+    }
+    Ok((id.to_owned(), resumed.messages))
+}
+
+/// Where the session's messages go: the database, else memory.
+fn session_store(
+    db: Option<&Arc<SessionDb>>,
+    session_id: &str,
+    surface: Surface,
+    settings: &Settings,
+    cwd: &Path,
+) -> Arc<dyn SessionStore> {
+    match db {
+        Some(db) => Arc::new(SqliteSessionStore::new(
+            db.clone(),
+            NewSession {
+                id: session_id.to_owned(),
+                title: None,
+                source: surface.name().to_owned(),
+                model: settings.primary.model.clone(),
+                cwd: Some(cwd.display().to_string()),
+                parent_session_id: None,
+            },
+        )),
+        None => Arc::new(MemorySessionStore::default()),
+    }
+}
+
+/// The system prompt, assembled once for the session: persona (`SOUL.md`),
+/// platform hints, memory, skills and context files, tool guidance, tools.
+fn frozen_prompt(
+    home: &ProfileHome,
+    surface: Surface,
+    knowledge: &Knowledge,
+    tools: &Dispatcher,
+    settings: &Settings,
+) -> talaria_kernel::FrozenPrompt {
+    let persona = std::fs::read_to_string(home.soul_file())
+        .ok()
+        .filter(|soul| !soul.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_PERSONA.to_owned());
+    let mut builder = PromptBuilder::new()
+        .section(Section::Persona, persona)
+        .section(Section::PlatformHints, surface.hints());
+    for (section, text) in knowledge.sections(&tools.visible_tools(), &tools.visible_toolsets()) {
+        builder = builder.section(section, text);
+    }
+    builder
+        .section(
+            Section::ToolUseGuidance,
+            tool_use_guidance(&settings.primary.model),
+        )
+        .tools(tools.specs())
+        .build()
 }
 
 /// The tool layer's settings for a session on `surface` in `cwd`.

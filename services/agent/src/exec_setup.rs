@@ -11,8 +11,8 @@ use talaria_exec::{Backend, BwrapBackend, GatedExecutor, LocalBackend, SshBacken
 use talaria_plugin_host::ExecServices;
 
 use crate::agent::BuildError;
-use crate::config::{ApprovalMode, ApprovalsConfig, BackendKind, TerminalConfig};
-use crate::home::ProfileHome;
+use talaria_profile::config::{ApprovalMode, ApprovalsConfig, BackendKind, TerminalConfig};
+use talaria_profile::home::ProfileHome;
 
 /// The backend `terminal` selects. A sandbox hides `hidden` (the profile's
 /// read-protected secrets).
@@ -113,7 +113,7 @@ fn protected_paths(home: &ProfileHome, user_home: Option<&std::path::Path>) -> P
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::SshTargetConfig;
+    use talaria_profile::config::SshTargetConfig;
 
     #[test]
     fn backends_follow_the_config() {

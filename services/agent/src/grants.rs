@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use talaria_plugin_host::{Access, Grants, Manifest};
 
-use crate::home::ProfileHome;
+use talaria_profile::home::ProfileHome;
 
 /// Where a plugin comes from, as far as its grants go: a decision made for one
 /// source never applies to a plugin of the same name from another.
@@ -242,7 +242,7 @@ impl GrantStore {
         // Failing only means migrating again next time.
         let backup = store.path.with_file_name("plugin-grants.v1.yaml");
         if !backup.exists() {
-            let _ = crate::home_modes::write_private(&backup, &text);
+            let _ = talaria_profile::home_modes::write_private(&backup, &text);
         }
         let _ = store.save();
         Ok(store)
@@ -346,7 +346,7 @@ impl GrantStore {
 /// Writes `text` to a temporary file beside `path`, then renames it over `path`.
 fn write_replacing(path: &Path, text: &str) -> std::io::Result<()> {
     let temp = path.with_extension("tmp");
-    crate::home_modes::write_private(&temp, text)?;
+    talaria_profile::home_modes::write_private(&temp, text)?;
     std::fs::rename(&temp, path)
 }
 

@@ -1,6 +1,7 @@
 //! What the agent knows at session start: the frozen memory snapshot, the
 //! skills (level 0 in the prompt, the rest through tools) and the scanned
-//! context files of the working directory — as prompt sections and tools.
+//! context files of the working directory — as prompt sections, and the
+//! stores the native `memory` and skill tools work on.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -8,14 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use talaria_kernel::Section;
 use talaria_memory::{
-    ContextFile, MemorySnapshot, MemoryStore, Scanner, load_context_files, render_context_files,
+    ContextFile, MemorySnapshot, MemoryStore, load_context_files, render_context_files,
 };
 use talaria_skills::{
     SKILL_GUIDANCE, SKILL_MANAGE, SkillManager, SkillRoots, Visibility, render_index,
 };
 
-use crate::home::ProfileHome;
-use crate::tools::{MemoryTool, NativeTool, ScanFn, skill_tools};
+use talaria_profile::home::ProfileHome;
 
 /// The knowledge of one session.
 pub struct Knowledge {
@@ -43,23 +43,6 @@ fn bundled_skill_dirs() -> Vec<PathBuf> {
     .into_iter()
     .filter(|dir| dir.is_dir())
     .collect()
-}
-
-/// The scanner as the skill tools use it: `Err` names the rule.
-fn scan_fn() -> ScanFn {
-    Arc::new(|text: &str| match Scanner::builtin() {
-        Ok(scanner) => match scanner.scan(text) {
-            Some(threat) => Err(format!(
-                "blocked: the text trips rule '{}' ({}): {}",
-                threat.rule_id,
-                threat.category.as_str(),
-                threat.description
-            )),
-            None => Ok(()),
-        },
-        // Without a scanner nothing unchecked is written.
-        Err(error) => Err(format!("the threat scanner is unavailable: {error}")),
-    })
 }
 
 impl Knowledge {
@@ -118,13 +101,14 @@ impl Knowledge {
         }
     }
 
-    /// The agent-level tools: `memory` and the skill tools.
-    pub fn tools(&self) -> Vec<Arc<dyn NativeTool>> {
-        let mut tools = skill_tools(self.skills.clone(), scan_fn());
-        if let Some(store) = &self.memory {
-            tools.push(Arc::new(MemoryTool::new(store.clone())));
-        }
-        tools
+    /// The memory store, when it could be opened (for the `memory` tool).
+    pub(crate) fn memory_store(&self) -> Option<Arc<MemoryStore>> {
+        self.memory.clone()
+    }
+
+    /// The skills (for the skill tools, which may change them).
+    pub(crate) fn skill_manager(&self) -> Arc<Mutex<SkillManager>> {
+        self.skills.clone()
     }
 
     /// The prompt sections, given what the model can call (skills that need

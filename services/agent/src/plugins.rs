@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use talaria_plugin_host::Manifest;
 
-use crate::home::ProfileHome;
+use talaria_profile::home::ProfileHome;
 
 /// Where a package was found; decides its default trust.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use talaria_store::{ListQuery, SessionSummary};
 
 use crate::agent::Agent;
 use crate::knowledge::SkillSummary;
-use crate::settings::ModelSettings;
+use talaria_profile::settings::ModelSettings;
 
 /// Tokens and cost of the session so far.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -136,6 +136,7 @@ mod tests {
                     name: name.into(),
                     description: String::new(),
                     parameters: json!({"type": "object", "required": ["text"]}),
+                    refunds_iteration: false,
                 })
                 .collect()
         }

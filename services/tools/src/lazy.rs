@@ -45,6 +45,7 @@ pub fn compact(spec: &ToolSpec) -> ToolSpec {
         name: spec.name.clone(),
         description: summary(&spec.description),
         parameters: serde_json::json!({ "type": "object" }),
+        refunds_iteration: spec.refunds_iteration,
     }
 }
 
@@ -81,6 +82,7 @@ pub fn schema_tool() -> ToolSpec {
             },
             "required": ["names"]
         }),
+        refunds_iteration: false,
     }
 }
 
@@ -158,6 +160,7 @@ mod tests {
                 "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}},
                 "required": ["path"]
             }),
+            refunds_iteration: false,
         }
     }
 

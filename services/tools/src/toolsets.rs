@@ -258,6 +258,7 @@ mod tests {
                 name: name.into(),
                 description: String::new(),
                 parameters: serde_json::json!({"type": "object"}),
+                refunds_iteration: false,
             },
             flags: ToolFlags {
                 read_only,

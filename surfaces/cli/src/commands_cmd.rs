@@ -1,8 +1,9 @@
 //! `talaria commands [--json]`: the slash-command registry, for people and
 //! for gateway menus and ACP command lists.
 
-use talaria_agent::{Agent, AgentOptions, ProfileHome, Settings, Surface};
+use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_commands::{BUILTINS, Registry, Surfaces};
+use talaria_profile::{ProfileHome, Settings};
 
 use crate::args::CommandsArgs;
 use crate::exit::{Status, usage_error};

@@ -1,7 +1,7 @@
 //! `talaria config show|get|set|path`.
 
-use talaria_agent::config_edit::{effective, get, is_secret_key, mask_secret, set, to_text};
-use talaria_agent::{EnvLayer, ProfileHome};
+use talaria_profile::config_edit::{effective, get, is_secret_key, mask_secret, set, to_text};
+use talaria_profile::{EnvLayer, ProfileHome};
 
 use crate::args::ConfigCommand;
 use crate::exit::{Status, usage_error};

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use talaria_agent::{ModelSettings, ProfileHome};
 use talaria_kernel::{LoopError, ModelError};
+use talaria_profile::{ModelSettings, ProfileHome};
 use talaria_providers::ProviderKind;
 
 /// How a `talaria` process ends.

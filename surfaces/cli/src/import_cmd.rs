@@ -1,7 +1,7 @@
 //! `talaria import hermes`.
 
-use talaria_agent::hermes_import::import_hermes;
-use talaria_agent::{EnvLayer, ProfileHome};
+use talaria_profile::hermes_import::import_hermes;
+use talaria_profile::{EnvLayer, ProfileHome};
 
 use crate::args::ImportCommand;
 use crate::exit::{Status, usage_error};

@@ -28,7 +28,7 @@ const CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 use std::process::ExitCode;
 
 use clap::Parser;
-use talaria_agent::Profiles;
+use talaria_profile::Profiles;
 
 pub use args::Cli;
 pub use exit::Status;
@@ -98,7 +98,7 @@ pub fn main() -> ExitCode {
         }
     };
     // Created private, or made private again (keys, transcripts, logs).
-    if let Some(notice) = talaria_agent::home_modes::repair(home.root()).notice(home.root()) {
+    if let Some(notice) = talaria_profile::home_modes::repair(home.root()).notice(home.root()) {
         eprintln!("{notice}");
     }
     let runtime = match runtime_builder(&cli).enable_all().build() {

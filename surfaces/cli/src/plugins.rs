@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use talaria_agent::ProfileHome;
 use talaria_agent::grants::{GrantStore, describe};
 use talaria_agent::plugins::{FoundPlugin, TrustStore, discover, refusal};
 use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
+use talaria_profile::ProfileHome;
 
 use crate::args::PluginsCommand;
 use crate::exit::{Status, usage_error};

@@ -1,6 +1,6 @@
 //! `talaria profile create|use|list|delete`.
 
-use talaria_agent::Profiles;
+use talaria_profile::Profiles;
 
 use crate::args::ProfileCommand;
 use crate::exit::{Status, usage_error};

@@ -3,11 +3,9 @@
 use std::io::{IsTerminal, Read, Write};
 use std::sync::Arc;
 
-use talaria_agent::{
-    Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError,
-    Surface,
-};
+use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_kernel::{CancellationToken, Exit};
+use talaria_profile::{ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError};
 
 use crate::args::{ModelArgs, RunArgs};
 use crate::exit::{Status, explain, usage_error};

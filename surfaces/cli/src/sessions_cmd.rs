@@ -1,7 +1,7 @@
 //! `talaria sessions list|show|search|export|delete`.
 
-use talaria_agent::ProfileHome;
 use talaria_kernel::Role;
+use talaria_profile::ProfileHome;
 use talaria_store::{ListQuery, SessionDb};
 
 use crate::args::SessionsCommand;

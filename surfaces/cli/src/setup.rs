@@ -6,8 +6,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use talaria_agent::{ModelSettings, ProfileHome, provider_for};
+use talaria_agent::provider_for;
 use talaria_kernel::{CacheBreakpoints, Message, ModelRequest, NullSink, ToolChoice};
+use talaria_profile::{ModelSettings, ProfileHome};
 use talaria_providers::ProviderKind;
 
 use crate::args::SetupArgs;
@@ -198,7 +199,7 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
 /// One small real request; returns the model's reply text.
 async fn check(
     settings: &ModelSettings,
-    network: &talaria_agent::config::NetworkConfig,
+    network: &talaria_profile::config::NetworkConfig,
 ) -> Result<String, String> {
     let provider = provider_for(settings, network).map_err(|e| e.to_string())?;
     let messages = [Message::user("Reply with the single word: OK")];
@@ -224,7 +225,7 @@ async fn check(
 /// Writes config.yaml (keeping a backup of the previous one) and the key in .env.
 fn save(
     home: &ProfileHome,
-    config: &talaria_agent::ConfigFile,
+    config: &talaria_profile::ConfigFile,
     key: Option<&str>,
 ) -> Result<(), String> {
     let root = home.root();

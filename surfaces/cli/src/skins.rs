@@ -1,7 +1,8 @@
 //! `talaria skin list|use` and the catalog every terminal view draws from:
 //! built-ins, then plugins' skins, then `$TALARIA_HOME/skins/*.yaml`.
 
-use talaria_agent::{EnvLayer, PluginSkin, ProfileHome};
+use talaria_agent::PluginSkin;
+use talaria_profile::{EnvLayer, ProfileHome};
 use talaria_tui::{SkinCatalog, SkinSource, SkinWarning};
 
 use crate::args::SkinCommand;
@@ -54,8 +55,12 @@ pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
                 Ok(env) => env,
                 Err(error) => return usage_error(&error.to_string()),
             };
-            match talaria_agent::config_edit::set(&home.config_file(), "display.skin", &name, &env)
-            {
+            match talaria_profile::config_edit::set(
+                &home.config_file(),
+                "display.skin",
+                &name,
+                &env,
+            ) {
                 Ok(()) => {
                     println!("skin: {name}");
                     Status::Answered

@@ -3,9 +3,10 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use talaria_agent::config::ToolsConfig;
-use talaria_agent::{Agent, Overrides, ProfileHome};
+use talaria_agent::Agent;
 use talaria_kernel::EventSink;
+use talaria_profile::config::ToolsConfig;
+use talaria_profile::{Overrides, ProfileHome};
 
 use crate::registry::Registry;
 use crate::spec::Surfaces;

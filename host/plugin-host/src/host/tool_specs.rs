@@ -22,6 +22,7 @@ pub(super) fn convert_specs(
                 name: spec.name,
                 description: spec.description,
                 parameters,
+                refunds_iteration: false,
             },
             flags: ToolFlags {
                 never_parallel: spec.flags.never_parallel,

@@ -31,6 +31,7 @@ impl NativeTool for MemoryTool {
             name: MEMORY_TOOL_NAME.into(),
             description: MEMORY_TOOL_DESCRIPTION.into(),
             parameters: memory_tool_schema(),
+            refunds_iteration: false,
         }
     }
 

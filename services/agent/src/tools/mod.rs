@@ -1,26 +1,46 @@
-//! Agent-level tools that run natively in the host (they need the agent's own
-//! state, not a sandbox). Plugin tools arrive through the plugin platform.
+//! The native tools: the one registry of tools that run in the host rather
+//! than in a plugin's sandbox ([`native_tools`] lists every one).
+//!
+//! The rule for when a tool may be native: it needs the loop or the session
+//! (their state, their stores, the dispatcher itself) — `todo`, `memory`,
+//! the skill tools, `session_search`, `execute_code` (calls back into the
+//! dispatcher), `delegate_task` (builds child agents), later `clarify`.
+//! Everything that touches the world (files, processes, the network) is a
+//! plugin, granted its capabilities by the user: `fs`, `terminal`, web tools.
+//!
+//! Native or plugin, every tool is one entry of the same dispatcher, so every
+//! call passes the same hooks and, for side effects, the same approval layer
+//! (`execute_code` runs scripts through the session's approval-gated
+//! executor; its tool calls go back through the hooked dispatcher).
 
+mod delegate;
 mod execute_code;
 mod memory;
 mod session_search;
 mod skills;
 mod todo;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
+use talaria_plugin_host::ExecServices;
+use talaria_store::SessionDb;
 use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 
+use crate::auxiliary::Auxiliary;
+use crate::knowledge::Knowledge;
+
+pub use delegate::{ChildKit, DelegateTool, MAX_CHILDREN, MAX_DEPTH};
 pub use execute_code::{
     CodeLimits, DEFAULT_TIMEOUT, ExecuteCodeTool, MAX_STDERR_BYTES, MAX_STDOUT_BYTES,
     MAX_TOOL_CALLS, SOCKET_ENV, ToolsHandle,
 };
 pub use memory::MemoryTool;
 pub use session_search::SessionSearchTool;
-pub use skills::{ScanFn, skill_tools};
+pub use skills::{ScanFn, skill_tools, threat_scan};
 pub use todo::TodoTool;
 
 /// A tool implemented in the host.
@@ -38,9 +58,76 @@ pub trait NativeTool: Send + Sync {
     async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, String>;
 }
 
-/// The native tools every agent has.
-pub fn builtin() -> Vec<Arc<dyn NativeTool>> {
-    vec![Arc::new(TodoTool::default())]
+/// What one session's native tools are built from.
+pub(crate) struct NativeToolInputs<'a> {
+    /// Memory and skills (the `memory` and skill tools).
+    pub knowledge: &'a Knowledge,
+    /// The session database, when it opened (`session_search`).
+    pub db: Option<&'a Arc<SessionDb>>,
+    /// The auxiliary model, if configured (summaries in `session_search`).
+    pub auxiliary: Option<Arc<Auxiliary>>,
+    /// The session's approval-gated executor (`execute_code`).
+    pub exec: &'a ExecServices,
+    /// The session's working directory.
+    pub cwd: &'a Path,
+    /// Where scripts get their scratch directories.
+    pub scratch_root: PathBuf,
+    /// Whether a user can answer an approval prompt (else `execute_code` is
+    /// offered only where no prompt is needed: in a sandbox or yolo mode).
+    pub someone_can_approve: bool,
+}
+
+/// One session's native tools, and the handles finished once the session's
+/// dispatcher and hooks exist.
+pub(crate) struct NativeToolSet {
+    /// The tool sources: the plain native tools, then `delegate_task`.
+    pub sources: Vec<Arc<dyn ToolSource>>,
+    /// `execute_code`'s way back into the dispatcher.
+    pub code_tools: ToolsHandle,
+    /// `delegate_task`, given its children's kit later.
+    pub delegate: DelegateTool,
+}
+
+/// Every native tool of a session, in one list. A tool whose store or
+/// executor is missing is not offered at all (not offered and failing).
+pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
+    let NativeToolInputs {
+        knowledge,
+        db,
+        auxiliary,
+        exec,
+        cwd,
+        scratch_root,
+        someone_can_approve,
+    } = inputs;
+    let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
+    if let Some(store) = knowledge.memory_store() {
+        tools.push(Arc::new(MemoryTool::new(store)));
+    }
+    tools.extend(skill_tools(knowledge.skill_manager(), threat_scan()));
+    if let Some(db) = db {
+        tools.push(Arc::new(SessionSearchTool::new(db.clone(), auxiliary)));
+    }
+    let code_tools = ToolsHandle::new();
+    if ExecuteCodeTool::offered(exec, someone_can_approve) {
+        tools.push(Arc::new(ExecuteCodeTool::new(
+            exec,
+            cwd,
+            scratch_root,
+            code_tools.clone(),
+        )));
+    }
+    // delegate_task is a source of its own: it drops itself from the sources
+    // its children get.
+    let delegate = DelegateTool::new();
+    NativeToolSet {
+        sources: vec![
+            Arc::new(NativeTools::new(tools)),
+            Arc::new(delegate.clone()),
+        ],
+        code_tools,
+        delegate,
+    }
 }
 
 /// The native tools as a tool source.

@@ -82,6 +82,7 @@ impl NativeTool for SessionSearchTool {
                 },
                 "required": ["query"]
             }),
+            refunds_iteration: false,
         }
     }
 

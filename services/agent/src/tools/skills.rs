@@ -19,6 +19,23 @@ use super::NativeTool;
 /// Checks text the agent writes into a skill; `Err` says which rule fired.
 pub type ScanFn = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
+/// The threat scanner as the skill tools use it: `Err` names the rule.
+pub fn threat_scan() -> ScanFn {
+    Arc::new(|text: &str| match talaria_memory::Scanner::builtin() {
+        Ok(scanner) => match scanner.scan(text) {
+            Some(threat) => Err(format!(
+                "blocked: the text trips rule '{}' ({}): {}",
+                threat.rule_id,
+                threat.category.as_str(),
+                threat.description
+            )),
+            None => Ok(()),
+        },
+        // Without a scanner nothing unchecked is written.
+        Err(error) => Err(format!("the threat scanner is unavailable: {error}")),
+    })
+}
+
 /// The three skill tools over one manager.
 pub fn skill_tools(manager: Arc<Mutex<SkillManager>>, scan: ScanFn) -> Vec<Arc<dyn NativeTool>> {
     vec![
@@ -69,6 +86,7 @@ impl NativeTool for SkillTool {
             name: name.into(),
             description: description.into(),
             parameters,
+            refunds_iteration: false,
         }
     }
 

@@ -62,6 +62,7 @@ impl NativeTool for TodoTool {
                     }
                 }
             }),
+            refunds_iteration: false,
         }
     }
 

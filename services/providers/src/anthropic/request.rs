@@ -211,6 +211,7 @@ mod tests {
             name: "read".into(),
             description: "Read".into(),
             parameters: json!({"type": "object"}),
+            refunds_iteration: false,
         }];
         let request = ModelRequest {
             model: "claude-test",

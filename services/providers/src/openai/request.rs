@@ -212,6 +212,7 @@ mod tests {
             name: "read".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object"}),
+            refunds_iteration: false,
         }];
         let cache = CacheBreakpoints::system_and_last_three(messages.len());
         let request = request(&messages, &tools, &cache, ToolChoice::None);

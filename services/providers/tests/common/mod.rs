@@ -348,6 +348,7 @@ impl Conversation {
                 name: "get_weather".into(),
                 description: "Weather for a city".into(),
                 parameters: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                refunds_iteration: false,
             }],
             cache: CacheBreakpoints::default(),
             tool_choice: ToolChoice::Auto,

@@ -36,6 +36,7 @@ fn entry(name: &str, toolset: &str, flags: ToolFlags) -> ToolEntry {
             } else {
                 serde_json::json!({"type": "object"})
             },
+            refunds_iteration: false,
         },
         flags,
         toolset: toolset.into(),

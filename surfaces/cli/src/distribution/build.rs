@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use talaria_agent::ProfileHome;
 use talaria_agent::plugins::PREBUILT_DIR;
+use talaria_profile::ProfileHome;
 use talaria_registry::{Layout, Registry};
 
 use super::manifest::{DistManifest, DistPlugin, PluginOrigin};

@@ -7,7 +7,7 @@ mod build;
 mod manifest;
 mod precompile;
 
-use talaria_agent::ProfileHome;
+use talaria_profile::ProfileHome;
 
 use crate::args::DistCommand;
 use crate::exit::Status;

@@ -1,7 +1,7 @@
 //! `plugin index add|remove|list`, `plugin search` and `plugin info`.
 
-use talaria_agent::ProfileHome;
 use talaria_plugin_manifest::HOST_API;
+use talaria_profile::ProfileHome;
 use talaria_registry::{
     Index, IndexKey, IndexList, IndexSettings, RegistryError, decode_public, verify,
 };

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use talaria_agent::ProfileHome;
 use talaria_agent::grants::{GrantStore, UserSources, describe};
 use talaria_plugin_manifest::{Grants, HOST_API};
+use talaria_profile::ProfileHome;
 use talaria_registry::{
     ArchiveLimits, Expected, Layout, LockedPlugin, Lockfile, PATH_SOURCE, Prepared, Provenance,
     Registry, RegistryError, pack, parse_spec, resolve,

@@ -7,7 +7,7 @@ mod indexes;
 pub(crate) mod install;
 mod publish;
 
-use talaria_agent::ProfileHome;
+use talaria_profile::ProfileHome;
 use talaria_registry::{Index, IndexList, Layout, Registry, RegistryError};
 
 use crate::args::RegistryCommand;

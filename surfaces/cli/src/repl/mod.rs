@@ -8,9 +8,10 @@ pub mod view;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use talaria_agent::{Agent, AgentOptions, ProfileHome, Settings, Surface};
+use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_commands::{BUILTINS, Context, Effect, Pending, Registry, SkillCommand, Surfaces};
 use talaria_kernel::{CancellationToken, Exit};
+use talaria_profile::{ProfileHome, Settings};
 use talaria_tui::SkinCatalog;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -289,10 +290,10 @@ impl Repl {
         match self.skins.resolve(name) {
             Ok(skin) => {
                 self.view.set_skin(skin);
-                let saved = talaria_agent::EnvLayer::load(&self.home.env_file())
+                let saved = talaria_profile::EnvLayer::load(&self.home.env_file())
                     .map_err(|e| e.to_string())
                     .and_then(|env| {
-                        talaria_agent::config_edit::set(
+                        talaria_profile::config_edit::set(
                             &self.home.config_file(),
                             "display.skin",
                             name,
@@ -394,7 +395,7 @@ fn config_keys(settings: &Settings) -> Vec<String> {
         }
     }
     let mut keys = Vec::new();
-    if let Ok(value) = talaria_agent::config_edit::effective(&settings.config) {
+    if let Ok(value) = talaria_profile::config_edit::effective(&settings.config) {
         walk("", &value, &mut keys);
     }
     keys.sort();

@@ -1,7 +1,7 @@
 //! General, display and config commands: help, quit, skin, reasoning, config.
 
-use talaria_agent::EnvLayer;
-use talaria_agent::config_edit::{effective, get, set, to_text};
+use talaria_profile::EnvLayer;
+use talaria_profile::config_edit::{effective, get, set, to_text};
 
 use crate::context::{Context, Effect, Reply};
 use crate::invocation::Invocation;
@@ -43,7 +43,7 @@ pub(super) async fn config(ctx: &mut Context<'_>, invocation: Invocation) -> Rep
     let home = ctx.home;
     let load = || {
         let env = EnvLayer::load(&home.env_file()).map_err(|e| e.to_string())?;
-        let config = talaria_agent::ConfigFile::load(&home.config_file(), &env)
+        let config = talaria_profile::ConfigFile::load(&home.config_file(), &env)
             .map_err(|e| e.to_string())?;
         Ok::<_, String>((env, config))
     };

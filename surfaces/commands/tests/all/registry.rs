@@ -5,15 +5,13 @@
 
 use std::sync::Arc;
 
-use talaria_agent::{
-    Agent, AgentOptions, ConfigFile, EnvLayer, Overrides, PluginCommandSpec, ProfileHome, Settings,
-    Surface,
-};
+use talaria_agent::{Agent, AgentOptions, PluginCommandSpec, Surface};
 use talaria_commands::{
     ArgKind, ArgSpec, ArgValues, BUILTINS, Builtin, Context, Effect, Invocation, Pending, Registry,
     Reply, SkillCommand, Surfaces,
 };
 use talaria_kernel::NoEvents;
+use talaria_profile::{ConfigFile, EnvLayer, Overrides, ProfileHome, Settings};
 
 struct TestAgent {
     _dir: tempfile::TempDir,

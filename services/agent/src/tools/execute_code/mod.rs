@@ -47,7 +47,6 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use talaria_approval::Finding;
 use talaria_exec::{ExecError, ExecOrigin, ExecOutput, ExecRequest, Executor, GatedExecutor};
-use talaria_kernel::agent_loop::EXECUTE_CODE_TOOL;
 use talaria_kernel::{CancellationToken, Hooks, ToolContext, ToolDispatcher, ToolSpec};
 use talaria_plugin_host::ExecServices;
 use talaria_tools::HookedTools;
@@ -56,6 +55,9 @@ use tokio::net::UnixListener;
 use super::NativeTool;
 use python::{MODULE_FILE, PY_TOOLS, RUNNER_FILE, RUNNER_SOURCE, SCRIPT_FILE, module_source};
 use rpc::{Bridge, serve};
+
+/// The tool's name.
+pub const EXECUTE_CODE_TOOL: &str = "execute_code";
 
 /// Most tool calls one script may make.
 pub const MAX_TOOL_CALLS: usize = 50;
@@ -441,6 +443,9 @@ impl NativeTool for ExecuteCodeTool {
                 },
                 "required": ["code"]
             }),
+            // One script doing many tool calls is one step of the loop: a turn
+            // that only ran scripts gives its iteration back.
+            refunds_iteration: true,
         }
     }
 

@@ -252,6 +252,7 @@ mod tests {
             name: name.into(),
             description: String::new(),
             parameters: json!({"type": "object", "required": required}),
+            refunds_iteration: false,
         }
     }
 

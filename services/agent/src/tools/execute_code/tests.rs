@@ -27,6 +27,7 @@ impl ToolDispatcher for FakeTools {
                 name: name.into(),
                 description: String::new(),
                 parameters: json!({"type": "object"}),
+                refunds_iteration: false,
             })
             .collect()
     }

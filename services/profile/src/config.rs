@@ -280,11 +280,14 @@ pub struct DelegationConfig {
     pub child_iterations: u32,
 }
 
+/// Iterations each delegated child may use by default (drawn from the parent's budget).
+pub const DEFAULT_CHILD_ITERATIONS: u32 = 50;
+
 impl Default for DelegationConfig {
     fn default() -> Self {
         Self {
             max_depth: 1,
-            child_iterations: crate::delegate::CHILD_ITERATIONS,
+            child_iterations: DEFAULT_CHILD_ITERATIONS,
         }
     }
 }

@@ -28,8 +28,6 @@ const DELEGATE_TASK: &str = "delegate_task";
 
 /// Children running at once.
 pub const MAX_CHILDREN: usize = 3;
-/// Iterations each child may use by default (drawn from the parent's budget).
-pub const CHILD_ITERATIONS: u32 = 50;
 /// The deepest nesting allowed.
 pub const MAX_DEPTH: u32 = 2;
 /// Most tasks one call may ask for.
@@ -261,6 +259,7 @@ impl ToolSource for DelegateTool {
                         "background": {"type": "boolean", "description": "Not supported: tasks always finish before the call returns."}
                     }
                 }),
+                refunds_iteration: false,
             },
             flags: ToolFlags::default(),
             toolset: "delegation".into(),

@@ -1,0 +1,22 @@
+//! The profile home (`TALARIA_HOME`, default `~/.talaria`) and what is read
+//! from it before an agent exists: the home's layout and private file modes,
+//! `config.yaml` (parsed, edited in place), the `.env` secrets layer, the
+//! effective settings of a run, named profiles and the Hermes import.
+//!
+//! Surfaces that only manage the home (`talaria config`, `profile`, `import`)
+//! need this crate alone; `talaria-agent` builds agents from it.
+
+pub mod config;
+pub mod config_edit;
+pub mod env;
+pub mod hermes_import;
+pub mod home;
+pub mod home_modes;
+pub mod profiles;
+pub mod settings;
+
+pub use config::{ConfigError, ConfigFile};
+pub use env::EnvLayer;
+pub use home::ProfileHome;
+pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
+pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
