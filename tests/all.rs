@@ -16,6 +16,8 @@ mod execute_code;
 mod knowledge;
 #[path = "all/languages.rs"]
 mod languages;
+#[path = "all/plugin_group.rs"]
+mod plugin_group;
 #[cfg(any(feature = "extism", feature = "native"))]
 #[path = "all/plugin_runtimes.rs"]
 mod plugin_runtimes;

@@ -70,7 +70,7 @@ fn a_native_plugin_loads_only_from_the_user_directory_once_trusted() {
     let output = run(home.query_in(work.path(), &server, "hi", &[]));
     assert_code(&output, 0);
     assert!(
-        stderr(&output).contains("`talaria plugins grant native-probe trust-native`"),
+        stderr(&output).contains("`talaria plugin grant native-probe trust-native`"),
         "{}",
         stderr(&output)
     );

@@ -162,6 +162,10 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     let output = run(home.talaria(&["plugin", "list", "--outdated"]));
     assert_code(&output, 0);
     assert_contains(&stdout(&output), "noop 1.1.0 → 2.0.0");
+    // The old spelling of the group keeps the flag.
+    let output = run(home.talaria(&["plugins", "list", "--outdated"]));
+    assert_code(&output, 0);
+    assert_contains(&stdout(&output), "noop 1.1.0 → 2.0.0");
 
     // 2.0.0 asks for capabilities: without a terminal, only --grant decides.
     let output = run(home.talaria(&["plugin", "install", "noop@^2"]));
@@ -486,6 +490,10 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
     let output = run(home.talaria(&["plugin", "info", "noop"]));
     assert_code(&output, 0);
     let text = stdout(&output);
+    assert!(
+        text.starts_with("noop is not installed here (installed: fs, terminal)."),
+        "{text}"
+    );
     assert!(text.contains("license:   MIT"), "{text}");
     assert!(
         text.contains("1.1.0") && text.contains("needs API ^0.2.0"),
@@ -498,10 +506,14 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
     assert_code(&output, 0);
     assert!(stdout(&output).contains("installed local-tool 0.3.0 from a local package"));
     let output = run(home.talaria(&["plugin", "list"]));
+    let list = stdout(&output);
+    assert!(list.contains("local-tool 0.3.0 [tools] (user)"), "{list}");
     assert!(
-        stdout(&output).contains("local-tool 0.3.0  (local "),
-        "{}",
-        stdout(&output)
+        list.contains(&format!(
+            "installed: from the local package {}",
+            package.display()
+        )),
+        "{list}"
     );
 
     let output = run(home.talaria(&["plugin", "install", "nonexistent"]));
@@ -559,4 +571,55 @@ fn grants_stay_with_the_source_a_plugin_was_installed_from() {
     assert_contains(&stdout(&info), "granted:   none");
     let grants = home.read("plugin-grants.yaml");
     assert!(!grants.contains("index:main"), "{grants}");
+}
+
+#[test]
+fn plugin_info_and_list_show_the_installed_plugin_and_its_index() {
+    let index = IndexFixture::new();
+    index.publish("noop", "1.0.0", "0.1.1", "");
+    index.publish("noop", "1.1.0", "0.1.1", "");
+    let home = Home::new();
+    index.add_to(&home, &[]);
+    let output = run(home.talaria(&["plugin", "install", "noop@=1.0.0"]));
+    assert_code(&output, 0);
+
+    let output = run(home.talaria(&["plugin", "list"]));
+    assert_code(&output, 0);
+    let list = stdout(&output);
+    assert!(list.contains("noop 1.0.0 [tools] (user)"), "{list}");
+    assert!(
+        list.contains("installed: from index main (=1.0.0)"),
+        "{list}"
+    );
+    assert!(list.contains("granted:   none"), "{list}");
+
+    // Both halves: the plugin as found here, then as its index lists it.
+    let output = run(home.talaria(&["plugin", "info", "noop"]));
+    assert_code(&output, 0);
+    let text = stdout(&output);
+    let found = text.find("status:    loads").expect(&text);
+    let listed = text.find("index:     main").expect(&text);
+    assert!(found < listed, "{text}");
+    assert!(text.contains("source:    user"), "{text}");
+    assert!(text.contains("installed: 1.0.0"), "{text}");
+    assert!(text.contains("1.1.0") && text.contains("signed"), "{text}");
+
+    // A plugin the index does not list: the found half, and one line for the other.
+    let output = run(home.talaria(&["plugin", "info", "fs"]));
+    assert_code(&output, 0);
+    let text = stdout(&output);
+    assert!(text.contains("status:    loads"), "{text}");
+    assert!(
+        text.contains("indexes:   no configured index lists fs"),
+        "{text}"
+    );
+
+    // Known to neither: an error.
+    let output = run(home.talaria(&["plugin", "info", "nothing-here"]));
+    assert_code(&output, 2);
+    assert_contains(
+        &stderr(&output),
+        "no plugin named 'nothing-here' (installed: fs, terminal, noop), \
+         and no configured index lists it",
+    );
 }

@@ -37,7 +37,7 @@ pub fn build_plugins() {
 }
 
 /// A compile cache holding the plugins' compiled components, made once per
-/// test binary by `talaria plugins info`, so each test's fresh profile home
+/// test binary by `talaria plugin info`, so each test's fresh profile home
 /// starts warm instead of recompiling.
 fn warm_cache() -> &'static Path {
     static WARM: OnceLock<std::path::PathBuf> = OnceLock::new();

@@ -118,7 +118,7 @@ pub enum LoadError {
     /// A native plugin without the user's `trust-native` grant.
     #[error(
         "plugin {plugin} is native code that would run unsandboxed with your privileges; \
-         it loads only once you trust it: `talaria plugins grant {plugin} trust-native`"
+         it loads only once you trust it: `talaria plugin grant {plugin} trust-native`"
     )]
     NotTrusted {
         /// The plugin name.

@@ -118,7 +118,7 @@ pub fn search_path(
             dirs.push((project, PluginSource::Project));
         } else {
             notices.push(format!(
-                "ignoring the plugins in {}: the directory is not trusted (run `talaria plugins trust` there to allow them)",
+                "ignoring the plugins in {}: the directory is not trusted (run `talaria plugin trust` there to allow them)",
                 project.display()
             ));
         }

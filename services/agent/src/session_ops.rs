@@ -105,7 +105,7 @@ impl Agent {
             .and_then(|row| row.title)
     }
 
-    /// Sets the session's title (stored; shown in `sessions list`).
+    /// Sets the session's title (stored; shown in `talaria session list`).
     pub fn set_title(&self, title: &str) -> Result<(), OpsError> {
         let db = self
             .db

@@ -24,15 +24,13 @@ pub enum Command {
     Chat(RunArgs),
     /// Configure the model endpoint: provider, base URL, model and key (checked with one request).
     Setup(SetupArgs),
-    /// List plugins, show one, grant or revoke capabilities, trust a project's plugins.
-    #[command(subcommand)]
-    Plugins(PluginsCommand),
-    /// Write plugins: start a project, build it into a package.
-    #[command(subcommand)]
+    /// Plugins: list and show them, grant capabilities, install from indexes, write your own.
+    // Group names are singular; the old plural spellings stay as hidden aliases for scripts.
+    #[command(subcommand, alias = "plugins")]
     Plugin(PluginCommand),
     /// List, show, search, export and delete past sessions.
-    #[command(subcommand)]
-    Sessions(SessionsCommand),
+    #[command(subcommand, alias = "sessions")]
+    Session(SessionCommand),
     /// Create, choose, list and delete profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -43,7 +41,8 @@ pub enum Command {
     #[command(subcommand)]
     Import(ImportCommand),
     /// The slash commands (built-in, from plugins, skills), grouped; --json for menus.
-    Commands(CommandsArgs),
+    #[command(name = "command", alias = "commands")]
+    SlashCommands(SlashCommandArgs),
     /// List skins or choose one.
     #[command(subcommand)]
     Skin(SkinCommand),
@@ -76,9 +75,9 @@ pub enum DistCommand {
     },
 }
 
-/// `talaria commands`.
+/// `talaria command`.
 #[derive(Debug, Args, Clone)]
-pub struct CommandsArgs {
+pub struct SlashCommandArgs {
     /// Print JSON (name, aliases, usage, arguments, category, surfaces, source).
     #[arg(long)]
     pub json: bool,
@@ -99,9 +98,9 @@ pub enum SkinCommand {
     },
 }
 
-/// `talaria sessions …`.
+/// `talaria session …`.
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
+pub enum SessionCommand {
     /// Recent sessions, newest first.
     List {
         /// How many.
@@ -210,6 +209,8 @@ pub enum ImportCommand {
 /// `talaria plugin …`.
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
+    #[command(flatten)]
+    Installed(InstalledCommand),
     /// Create a buildable tool plugin project (manifest, Cargo.toml, an example tool).
     New {
         /// Plugin name (lowercase letters, digits and '-').
@@ -238,14 +239,6 @@ pub enum RegistryCommand {
         /// Text to look for.
         term: String,
     },
-    /// One plugin as the indexes list it: versions, API ranges, capabilities, signatures.
-    Info {
-        /// Plugin name.
-        name: String,
-        /// Look only in this index.
-        #[arg(long)]
-        index: Option<String>,
-    },
     /// Install plugins: NAME[@REQ] from an index (REQ a semver requirement such as ^1.2),
     /// or PATH to a package archive or directory.
     Install(InstallArgs),
@@ -261,12 +254,6 @@ pub enum RegistryCommand {
     Remove {
         /// Plugin name.
         name: String,
-    },
-    /// Plugins installed in this profile (with --outdated: those with a newer version).
-    List {
-        /// Only plugins with a newer compatible version in their index.
-        #[arg(long)]
-        outdated: bool,
     },
     /// Pack a package directory (plugin.toml + wasm) into NAME-VERSION.tar.gz and print its checksum.
     Pack {
@@ -315,7 +302,7 @@ pub struct InstallArgs {
     /// Install exactly the versions and checksums recorded in the lockfile.
     #[arg(long)]
     pub locked: bool,
-    /// Capabilities to grant without asking: all, none, or CAP,CAP,... (as in `plugins grant`).
+    /// Capabilities to grant without asking: all, none, or CAP,CAP,... (as in `plugin grant`).
     #[arg(long, value_name = "GRANTS")]
     pub grant: Option<String>,
     /// Allow replacing an installed version with an older one.
@@ -354,15 +341,24 @@ pub enum IndexCommand {
     List,
 }
 
-/// `talaria plugins …`.
+/// The `talaria plugin` subcommands about the plugins found here and what they may do.
 #[derive(Debug, Subcommand)]
-pub enum PluginsCommand {
-    /// Every plugin found, with its source, requested and granted capabilities.
-    List,
-    /// One plugin in full, including its tools (loads it).
+pub enum InstalledCommand {
+    /// Every plugin found: version, what it provides, where it comes from (and, when
+    /// installed, from which index or package), requested and granted capabilities.
+    List {
+        /// Only plugins installed from an index that has a newer version.
+        #[arg(long)]
+        outdated: bool,
+    },
+    /// One plugin in full: as found here (its tools, whether it loads) and as the
+    /// indexes list it (versions, API ranges, capabilities, signatures).
     Info {
         /// Plugin name.
         name: String,
+        /// Look only in this index.
+        #[arg(long)]
+        index: Option<String>,
     },
     /// Grant a capability the plugin requests: filesystem:PATH[:read-only|read-write],
     /// network:HOST:PORT, env:NAME, exec, kv, session-search, or all; and, for a
@@ -431,4 +427,73 @@ pub struct SetupArgs {
     /// Save without sending the check request.
     #[arg(long)]
     pub no_check: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        let cli = Cli::try_parse_from(std::iter::once("talaria").chain(args.iter().copied()));
+        cli.expect("parses").command.expect("a subcommand")
+    }
+
+    #[test]
+    fn group_names_are_singular_and_plurals_are_hidden_aliases() {
+        let cli = Cli::command();
+        for (name, plural) in [
+            ("plugin", "plugins"),
+            ("session", "sessions"),
+            ("command", "commands"),
+        ] {
+            let group = cli.find_subcommand(name).expect(name);
+            assert_eq!(group.get_all_aliases().collect::<Vec<_>>(), [plural]);
+            assert_eq!(group.get_visible_aliases().count(), 0, "{name}");
+        }
+        let visible: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        for plural in ["plugins", "sessions", "commands", "profiles", "skins"] {
+            assert!(!visible.contains(&plural), "{visible:?}");
+        }
+    }
+
+    #[test]
+    fn the_plural_spellings_parse_as_the_singular_groups() {
+        assert!(matches!(
+            parse(&["plugins", "list"]),
+            Command::Plugin(PluginCommand::Installed(InstalledCommand::List {
+                outdated: false
+            }))
+        ));
+        assert!(matches!(
+            parse(&["plugins", "grant", "fs", "exec"]),
+            Command::Plugin(PluginCommand::Installed(InstalledCommand::Grant { .. }))
+        ));
+        assert!(matches!(
+            parse(&["plugins", "install", "noop"]),
+            Command::Plugin(PluginCommand::Registry(RegistryCommand::Install(_)))
+        ));
+        assert!(matches!(
+            parse(&["plugin", "list", "--outdated"]),
+            Command::Plugin(PluginCommand::Installed(InstalledCommand::List {
+                outdated: true
+            }))
+        ));
+        assert!(matches!(
+            parse(&["plugin", "info", "noop", "--index", "main"]),
+            Command::Plugin(PluginCommand::Installed(InstalledCommand::Info {
+                index: Some(_),
+                ..
+            }))
+        ));
+        assert!(matches!(
+            parse(&["sessions", "list"]),
+            Command::Session(SessionCommand::List { .. })
+        ));
+        assert!(matches!(
+            parse(&["commands", "--json"]),
+            Command::SlashCommands(SlashCommandArgs { json: true, .. })
+        ));
+    }
 }

@@ -1,17 +1,17 @@
-//! `talaria commands [--json]`: the slash-command registry, for people and
+//! `talaria command [--json]`: the slash-command registry, for people and
 //! for gateway menus and ACP command lists.
 
 use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_commands::{BUILTINS, Registry, Surfaces};
 use talaria_profile::{ProfileHome, Settings};
 
-use crate::args::CommandsArgs;
+use crate::args::SlashCommandArgs;
 use crate::exit::{Status, usage_error};
 use crate::repl::registry_for;
 
 /// Lists the commands of `surface`: with a configured model, the session's
 /// plugin commands and skills too; otherwise the built-ins (with a note).
-pub async fn run(args: CommandsArgs, home: &ProfileHome) -> Status {
+pub async fn run(args: SlashCommandArgs, home: &ProfileHome) -> Status {
     let surface = match args.surface.as_str() {
         "cli" => Surfaces::CLI,
         "gateway" => Surfaces::GATEWAY,

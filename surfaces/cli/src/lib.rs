@@ -112,7 +112,9 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(args::Command::Setup(setup_args)) => setup::run_wizard(&setup_args, &home).await,
             Some(args::Command::Chat(run_args)) => run::run(run_args, home).await,
-            Some(args::Command::Plugins(command)) => plugins::run(command, &home).await,
+            Some(args::Command::Plugin(args::PluginCommand::Installed(command))) => {
+                plugins::run(command, &home).await
+            }
             Some(args::Command::Plugin(args::PluginCommand::New { name, dir, lang })) => {
                 plugin_dev::new(&name, dir, lang.as_deref())
             }
@@ -123,9 +125,9 @@ pub fn main() -> ExitCode {
                 plugin_registry::run(command, &home).await
             }
             Some(args::Command::Config(command)) => config_cmd::run(command, &home),
-            Some(args::Command::Sessions(command)) => sessions_cmd::run(command, &home),
+            Some(args::Command::Session(command)) => sessions_cmd::run(command, &home),
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
-            Some(args::Command::Commands(command)) => commands_cmd::run(command, &home).await,
+            Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             // Handled before the runtime starts.

@@ -1,17 +1,21 @@
-//! `talaria plugins …`: what is installed, what it may do, and the user's
-//! decisions about it.
+//! `talaria plugin list|info|grant|revoke|trust`: what is installed, what it
+//! may do, and the user's decisions about it. `list --outdated` and the index
+//! half of `info` come from `plugin_registry`.
 
 use std::path::{Path, PathBuf};
 
 use talaria_agent::grants::{GrantStore, describe};
-use talaria_agent::plugins::{FoundPlugin, TrustStore, discover, refusal};
+use talaria_agent::plugins::{FoundPlugin, PluginSource, TrustStore, discover, refusal};
 use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
 use talaria_profile::ProfileHome;
+use talaria_registry::Lockfile;
 
-use crate::args::PluginsCommand;
+use crate::args::InstalledCommand;
 use crate::exit::{Status, usage_error};
+use crate::plugin_registry::{self, Listing};
 
-fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Status> {
+/// The plugin named `name` among those found, or the names of all found.
+fn lookup(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, String> {
     let discovery = discover(home, cwd, &TrustStore::load(home));
     let names: Vec<String> = discovery
         .plugins
@@ -22,10 +26,12 @@ fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Stat
         .plugins
         .into_iter()
         .find(|p| p.manifest.name == name)
-        .ok_or_else(|| {
-            let known = list_or_none(names);
-            usage_error(&format!("no plugin named '{name}' (installed: {known})"))
-        })
+        .ok_or_else(|| list_or_none(names))
+}
+
+fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Status> {
+    lookup(home, cwd, name)
+        .map_err(|known| usage_error(&format!("no plugin named '{name}' (installed: {known})")))
 }
 
 fn list_or_none(items: Vec<String>) -> String {
@@ -78,8 +84,8 @@ fn change(
     }
 }
 
-/// Runs a `plugins` subcommand.
-pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
+/// Runs `plugin list|info|grant|revoke|trust`.
+pub async fn run(command: InstalledCommand, home: &ProfileHome) -> Status {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
@@ -89,112 +95,18 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
         Err(error) => return usage_error(&error.to_string()),
     };
     match command {
-        PluginsCommand::List => {
-            let discovery = discover(home, &cwd, &TrustStore::load(home));
-            for notice in &discovery.notices {
-                eprintln!("note: {notice}");
-            }
-            if discovery.plugins.is_empty() {
-                println!(
-                    "No plugins installed. Install them under {}.",
-                    home.plugins_dir().display()
-                );
-            }
-            for plugin in &discovery.plugins {
-                let m = &plugin.manifest;
-                let kinds: Vec<&str> = m.provides.iter().map(|k| k.as_str()).collect();
-                let granted = store.grants_for(m, &plugin.grant_source);
-                println!(
-                    "{} {} [{}] ({})",
-                    m.name,
-                    m.version,
-                    kinds.join(", "),
-                    plugin.source
-                );
-                println!("    dir:       {}", plugin.dir.display());
-                if let Some(runtime) = runtime_line(m) {
-                    println!("    runtime:   {runtime}");
-                }
-                if let Some(refusal) = refusal(plugin) {
-                    println!("    note:      {refusal}");
-                }
-                println!(
-                    "    requests:  {}",
-                    list_or_none(describe(&Grants::all_requested(m)))
-                );
-                println!("    granted:   {}", list_or_none(describe(&granted)));
-            }
-            Status::Answered
+        InstalledCommand::List { outdated: true } => plugin_registry::outdated(home).await,
+        InstalledCommand::List { outdated: false } => list(home, &cwd, &store),
+        InstalledCommand::Info { name, index } => {
+            info(home, &cwd, &store, &name, index.as_deref()).await
         }
-        PluginsCommand::Info { name } => {
-            let plugin = match found(home, &cwd, &name) {
-                Ok(plugin) => plugin,
-                Err(status) => return status,
-            };
-            let m = &plugin.manifest;
-            let grants = store.grants_for(m, &plugin.grant_source);
-            println!("{} {} — {}", m.name, m.version, m.description);
-            println!("source:    {} ({})", plugin.source, plugin.dir.display());
-            println!("api:       talaria:plugin@{}", m.api);
-            if let Some(runtime) = runtime_line(m) {
-                println!("runtime:   {runtime}");
-            }
-            println!(
-                "requests:  {}",
-                list_or_none(describe(&Grants::all_requested(m)))
-            );
-            println!("granted:   {}", list_or_none(describe(&grants)));
-            println!(
-                "limits:    {} MiB memory, {} ms per call",
-                m.limits.memory_mb, m.limits.timeout_ms
-            );
-            if let Some(refusal) = refusal(&plugin) {
-                println!("status:    does not load: {refusal}");
-                return Status::Failed;
-            }
-            let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
-                .with_cache_key_file(home.plugin_cache_key_file())
-                .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
-            let host = match PluginHost::new(options) {
-                Ok(host) => host,
-                Err(error) => return usage_error(&error.to_string()),
-            };
-            match host.load(&plugin.dir, &grants).await {
-                Ok(loaded) => {
-                    println!(
-                        "status:    loads{}",
-                        if loaded.from_cache() {
-                            " (compiled, cached)"
-                        } else {
-                            ""
-                        }
-                    );
-                    for tool in loaded.tools() {
-                        let summary = tool.spec.description.lines().next().unwrap_or_default();
-                        println!("  tool {:<16} {summary}", tool.spec.name);
-                    }
-                    for hook in loaded.hook_subscriptions() {
-                        println!(
-                            "  hook {:<16} priority {}",
-                            hook.event.as_str(),
-                            hook.priority
-                        );
-                    }
-                    Status::Answered
-                }
-                Err(error) => {
-                    println!("status:    does not load: {error}");
-                    Status::Failed
-                }
-            }
-        }
-        PluginsCommand::Grant { name, capability } => {
+        InstalledCommand::Grant { name, capability } => {
             change(store, home, &cwd, &name, &capability, true)
         }
-        PluginsCommand::Revoke { name, capability } => {
+        InstalledCommand::Revoke { name, capability } => {
             change(store, home, &cwd, &name, &capability, false)
         }
-        PluginsCommand::Trust { dir } => {
+        InstalledCommand::Trust { dir } => {
             let dir: PathBuf = dir.unwrap_or(cwd);
             let mut trust = TrustStore::load(home);
             match trust.trust(&dir) {
@@ -208,6 +120,170 @@ pub async fn run(command: PluginsCommand, home: &ProfileHome) -> Status {
                 }
                 Err(error) => usage_error(&format!("cannot trust {}: {error}", dir.display())),
             }
+        }
+    }
+}
+
+/// `plugin list`: every plugin found, and for those in the profile's
+/// directory how they got there (the lockfile).
+fn list(home: &ProfileHome, cwd: &Path, store: &GrantStore) -> Status {
+    let discovery = discover(home, cwd, &TrustStore::load(home));
+    for notice in &discovery.notices {
+        eprintln!("note: {notice}");
+    }
+    // Without a readable lockfile the origins are unknown, not "by hand".
+    let lockfile = Lockfile::load(&home.plugin_lockfile())
+        .inspect_err(|error| eprintln!("warning: {error}"))
+        .ok();
+    for plugin in &discovery.plugins {
+        let m = &plugin.manifest;
+        let kinds: Vec<&str> = m.provides.iter().map(|k| k.as_str()).collect();
+        let granted = store.grants_for(m, &plugin.grant_source);
+        println!(
+            "{} {} [{}] ({})",
+            m.name,
+            m.version,
+            kinds.join(", "),
+            plugin.source
+        );
+        println!("    dir:       {}", plugin.dir.display());
+        if plugin.source == PluginSource::User
+            && let Some(lockfile) = &lockfile
+        {
+            let origin = plugin_registry::origin(lockfile.get(&m.name));
+            println!("    installed: {origin}");
+        }
+        if let Some(runtime) = runtime_line(m) {
+            println!("    runtime:   {runtime}");
+        }
+        if let Some(refusal) = refusal(plugin) {
+            println!("    note:      {refusal}");
+        }
+        println!(
+            "    requests:  {}",
+            list_or_none(describe(&Grants::all_requested(m)))
+        );
+        println!("    granted:   {}", list_or_none(describe(&granted)));
+    }
+    if !discovery
+        .plugins
+        .iter()
+        .any(|p| p.source == PluginSource::User)
+    {
+        println!(
+            "No plugins installed in {}; `talaria plugin install NAME` adds one from an index.",
+            home.plugins_dir().display()
+        );
+    }
+    Status::Answered
+}
+
+/// `plugin info NAME`: the plugin as found here, then as the indexes list
+/// it. Either half may be missing (said in one line); only a name neither
+/// knows is an error.
+async fn info(
+    home: &ProfileHome,
+    cwd: &Path,
+    store: &GrantStore,
+    name: &str,
+    only_index: Option<&str>,
+) -> Status {
+    let listing = plugin_registry::listing(home, name, only_index).await;
+    let plugin = match lookup(home, cwd, name) {
+        Ok(plugin) => plugin,
+        Err(known) => {
+            let missing = format!("no plugin named '{name}' (installed: {known})");
+            return match listing {
+                Listing::Listed(text) => {
+                    println!("{name} is not installed here (installed: {known}).");
+                    print!("{text}");
+                    Status::Answered
+                }
+                Listing::NoIndex => {
+                    usage_error(&format!("{missing}, and no plugin index is configured"))
+                }
+                Listing::NotListed => {
+                    usage_error(&format!("{missing}, and no configured index lists it"))
+                }
+                Listing::Unavailable(failure) => {
+                    eprintln!("error: {missing}");
+                    plugin_registry::fail(failure)
+                }
+            };
+        }
+    };
+    let status = show_found(home, store, &plugin).await;
+    println!();
+    match listing {
+        Listing::Listed(text) => print!("{text}"),
+        Listing::NoIndex => {
+            println!("indexes:   none configured (`talaria plugin index add NAME URL` adds one)")
+        }
+        Listing::NotListed => println!("indexes:   no configured index lists {name}"),
+        Listing::Unavailable(failure) => {
+            println!("indexes:   unavailable: {}", failure.message())
+        }
+    }
+    status
+}
+
+/// The found half of `plugin info`: manifest, grants, and whether it loads
+/// (loading it to list its tools and hooks).
+async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin) -> Status {
+    let m = &plugin.manifest;
+    let grants = store.grants_for(m, &plugin.grant_source);
+    println!("{} {} — {}", m.name, m.version, m.description);
+    println!("source:    {} ({})", plugin.source, plugin.dir.display());
+    println!("api:       talaria:plugin@{}", m.api);
+    if let Some(runtime) = runtime_line(m) {
+        println!("runtime:   {runtime}");
+    }
+    println!(
+        "requests:  {}",
+        list_or_none(describe(&Grants::all_requested(m)))
+    );
+    println!("granted:   {}", list_or_none(describe(&grants)));
+    println!(
+        "limits:    {} MiB memory, {} ms per call",
+        m.limits.memory_mb, m.limits.timeout_ms
+    );
+    if let Some(refusal) = refusal(plugin) {
+        println!("status:    does not load: {refusal}");
+        return Status::Failed;
+    }
+    let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
+        .with_cache_key_file(home.plugin_cache_key_file())
+        .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
+    let host = match PluginHost::new(options) {
+        Ok(host) => host,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    match host.load(&plugin.dir, &grants).await {
+        Ok(loaded) => {
+            println!(
+                "status:    loads{}",
+                if loaded.from_cache() {
+                    " (compiled, cached)"
+                } else {
+                    ""
+                }
+            );
+            for tool in loaded.tools() {
+                let summary = tool.spec.description.lines().next().unwrap_or_default();
+                println!("  tool {:<16} {summary}", tool.spec.name);
+            }
+            for hook in loaded.hook_subscriptions() {
+                println!(
+                    "  hook {:<16} priority {}",
+                    hook.event.as_str(),
+                    hook.priority
+                );
+            }
+            Status::Answered
+        }
+        Err(error) => {
+            println!("status:    does not load: {error}");
+            Status::Failed
         }
     }
 }

@@ -239,7 +239,7 @@ fn session_to_resume(
     match db.latest(&cwd.display().to_string()) {
         Ok(Some(latest)) => Ok(Some(latest.id)),
         Ok(None) => Err(usage_error(&format!(
-            "no earlier session in {} to continue (see `talaria sessions list`)",
+            "no earlier session in {} to continue (see `talaria session list`)",
             cwd.display()
         ))),
         Err(error) => Err(usage_error(&error.to_string())),

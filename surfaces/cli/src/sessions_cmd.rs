@@ -1,10 +1,10 @@
-//! `talaria sessions list|show|search|export|delete`.
+//! `talaria session list|show|search|export|delete`.
 
 use talaria_kernel::Role;
 use talaria_profile::ProfileHome;
 use talaria_store::{ListQuery, SessionDb};
 
-use crate::args::SessionsCommand;
+use crate::args::SessionCommand;
 use crate::exit::{Status, usage_error};
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a unix-milliseconds timestamp.
@@ -30,14 +30,14 @@ pub fn open(home: &ProfileHome) -> Result<SessionDb, Status> {
 }
 
 /// Runs one sessions command.
-pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
+pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
     let db = match open(home) {
         Ok(db) => db,
         Err(status) => return status,
     };
     let resolve = |id: &str| db.resolve_id(id).map_err(|e| usage_error(&e.to_string()));
     match command {
-        SessionsCommand::List { limit, here } => {
+        SessionCommand::List { limit, here } => {
             let cwd = here
                 .then(|| std::env::current_dir().ok())
                 .flatten()
@@ -74,7 +74,7 @@ pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
                 Err(error) => usage_error(&error.to_string()),
             }
         }
-        SessionsCommand::Show { id } => {
+        SessionCommand::Show { id } => {
             let id = match resolve(&id) {
                 Ok(id) => id,
                 Err(status) => return status,
@@ -103,7 +103,7 @@ pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
                 (Err(error), _) | (_, Err(error)) => usage_error(&error.to_string()),
             }
         }
-        SessionsCommand::Search { query, limit } => match db.search(&query, limit) {
+        SessionCommand::Search { query, limit } => match db.search(&query, limit) {
             Ok(hits) => {
                 if hits.is_empty() {
                     eprintln!("No matches.");
@@ -121,7 +121,7 @@ pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
             }
             Err(error) => usage_error(&error.to_string()),
         },
-        SessionsCommand::Export { id, output } => {
+        SessionCommand::Export { id, output } => {
             let id = match resolve(&id) {
                 Ok(id) => id,
                 Err(status) => return status,
@@ -142,7 +142,7 @@ pub fn run(command: SessionsCommand, home: &ProfileHome) -> Status {
                 Err(error) => usage_error(&error),
             }
         }
-        SessionsCommand::Delete { id, yes } => {
+        SessionCommand::Delete { id, yes } => {
             let id = match resolve(&id) {
                 Ok(id) => id,
                 Err(status) => return status,

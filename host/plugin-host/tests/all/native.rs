@@ -18,7 +18,7 @@ async fn a_native_plugin_loads_only_when_trusted() {
     assert!(
         error
             .to_string()
-            .contains("`talaria plugins grant native-probe trust-native`"),
+            .contains("`talaria plugin grant native-probe trust-native`"),
         "{error}"
     );
 

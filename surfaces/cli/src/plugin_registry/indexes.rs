@@ -1,9 +1,9 @@
-//! `plugin index add|remove|list`, `plugin search` and `plugin info`.
+//! `plugin index add|remove|list`, `plugin search` and the index half of `plugin info`.
 
 use talaria_plugin_manifest::HOST_API;
 use talaria_profile::ProfileHome;
 use talaria_registry::{
-    Index, IndexKey, IndexList, IndexSettings, RegistryError, decode_public, verify,
+    Index, IndexKey, IndexList, IndexSettings, PluginFile, RegistryError, decode_public, verify,
 };
 
 use super::{Failure, Outcome, layout, registry};
@@ -146,25 +146,56 @@ pub(crate) async fn search(home: &ProfileHome, term: &str) -> Outcome {
     })
 }
 
-/// `plugin info NAME`.
-pub(crate) async fn info(home: &ProfileHome, name: &str, only: Option<&str>) -> Outcome {
-    let registry = registry(home)?;
-    let (index, file) = registry.find(name, only).await?;
-    let installed = layout(home).installed(name).map(|m| m.version);
-    println!("{} — {}", file.name, file.description);
-    println!("index:     {}", index.name());
+/// What the configured indexes say about one plugin, for `plugin info`.
+pub(crate) enum Listing {
+    /// The first index listing it, rendered.
+    Listed(String),
+    /// No index is configured.
+    NoIndex,
+    /// No configured index (or not the one asked for) lists it.
+    NotListed,
+    /// The indexes could not be read.
+    Unavailable(Failure),
+}
+
+/// Looks `name` up in the indexes (only in `only` when given) and renders
+/// what the first one listing it offers: versions, API ranges, capabilities,
+/// signatures.
+pub(crate) async fn listing(home: &ProfileHome, name: &str, only: Option<&str>) -> Listing {
+    let registry = match registry(home) {
+        Ok(registry) => registry,
+        Err(error) => return Listing::Unavailable(error.into()),
+    };
+    if only.is_none() && registry.indexes().is_empty() {
+        return Listing::NoIndex;
+    }
+    match registry.find(name, only).await {
+        Ok((index, file)) => Listing::Listed(render_listing(home, index, &file)),
+        Err(RegistryError::NotFound { .. }) => Listing::NotListed,
+        Err(error) => Listing::Unavailable(error.into()),
+    }
+}
+
+fn render_listing(home: &ProfileHome, index: &Index, file: &PluginFile) -> String {
+    let installed = layout(home).installed(&file.name).map(|m| m.version);
+    let mut lines = vec![
+        format!("{} — {}", file.name, file.description),
+        format!("index:     {}", index.name()),
+    ];
     if !file.license.is_empty() {
-        println!("license:   {}", file.license);
+        lines.push(format!("license:   {}", file.license));
     }
     if let Some(homepage) = &file.homepage {
-        println!("homepage:  {homepage}");
+        lines.push(format!("homepage:  {homepage}"));
     }
     if let Some(version) = &installed {
-        println!("installed: {version}");
+        lines.push(format!("installed: {version}"));
     }
     let mut versions: Vec<_> = file.versions.iter().collect();
     versions.sort_by(|a, b| b.version.cmp(&a.version));
-    println!("versions (this Talaria implements plugin API {HOST_API}):");
+    lines.push(format!(
+        "versions (this Talaria implements plugin API {HOST_API}):"
+    ));
     for entry in versions {
         let mut notes = Vec::new();
         if !entry.api.matches(&HOST_API) {
@@ -184,15 +215,16 @@ pub(crate) async fn info(home: &ProfileHome, name: &str, only: Option<&str>) -> 
             )),
         }
         let caps = capability_summary(&entry.capabilities);
-        println!(
+        lines.push(format!(
             "  {:10} api {:8} {:>9} bytes  {}  capabilities: {caps}",
             entry.version.to_string(),
             entry.api.to_string(),
             entry.size,
             notes.join(", ")
-        );
+        ));
     }
-    Ok(Status::Answered)
+    lines.push(String::new());
+    lines.join("\n")
 }
 
 /// The requested capabilities of an index entry, briefly.

@@ -1,4 +1,4 @@
-//! `plugin install|update|remove|list`.
+//! `plugin install|update|remove|list --outdated`.
 
 use std::path::{Path, PathBuf};
 
@@ -71,9 +71,7 @@ pub(crate) async fn install(home: &ProfileHome, args: InstallArgs) -> Outcome {
 }
 
 fn report(failure: &Failure) {
-    match failure {
-        Failure::Usage(message) | Failure::Failed(message) => eprintln!("error: {message}"),
-    }
+    eprintln!("error: {}", failure.message());
 }
 
 /// A spec naming a file or directory rather than an index plugin.
@@ -438,8 +436,9 @@ pub(crate) fn remove(home: &ProfileHome, name: &str) -> Outcome {
     Ok(Status::Answered)
 }
 
-/// `plugin list [--outdated]`.
-pub(crate) async fn list(home: &ProfileHome, outdated: bool) -> Outcome {
+/// `plugin list --outdated`: the plugins installed from an index that lists
+/// a newer version, and how to get it.
+pub(crate) async fn outdated(home: &ProfileHome) -> Outcome {
     let layout = layout(home);
     let lockfile = Lockfile::load(&home.plugin_lockfile())?;
     let (installed, problems) = layout.installed_all();
@@ -450,25 +449,13 @@ pub(crate) async fn list(home: &ProfileHome, outdated: bool) -> Outcome {
         println!("No plugins installed in {}.", home.plugins_dir().display());
         return Ok(Status::Answered);
     }
-    let registry = if outdated {
-        Some(registry(home)?)
-    } else {
-        None
-    };
+    let registry = registry(home)?;
     let mut shown = 0;
     for manifest in &installed {
-        let locked = lockfile.get(&manifest.name);
-        let origin = match locked {
-            Some(l) if l.source == PATH_SOURCE => format!("local {}", l.url),
-            Some(l) => format!("index {}", l.source),
-            None => "copied in by hand".to_owned(),
-        };
-        let Some(registry) = &registry else {
-            println!("{} {}  ({origin})", manifest.name, manifest.version);
-            shown += 1;
-            continue;
-        };
-        let Some(locked) = locked.filter(|l| l.source != PATH_SOURCE) else {
+        let Some(locked) = lockfile
+            .get(&manifest.name)
+            .filter(|l| l.source != PATH_SOURCE)
+        else {
             continue;
         };
         let newest = async {
@@ -496,7 +483,7 @@ pub(crate) async fn list(home: &ProfileHome, outdated: bool) -> Outcome {
             Err(error) => eprintln!("warning: {}: {error}", manifest.name),
         }
     }
-    if outdated && shown == 0 {
+    if shown == 0 {
         println!("Every plugin installed from an index is up to date.");
     }
     Ok(Status::Answered)

@@ -1,6 +1,7 @@
-//! `talaria plugin search|info|install|update|remove|list|pack|publish|keygen|index`:
-//! community plugins from indexes. The registry crate fetches, verifies and
-//! stages; this module talks to the user and records their grants.
+//! `talaria plugin search|install|update|remove|pack|publish|keygen|index`, and
+//! the index side of `plugin list --outdated` and `plugin info`: community
+//! plugins from indexes. The registry crate fetches, verifies and stages; this
+//! module talks to the user and records their grants.
 
 mod grants;
 mod indexes;
@@ -8,7 +9,9 @@ pub(crate) mod install;
 mod publish;
 
 use talaria_profile::ProfileHome;
-use talaria_registry::{Index, IndexList, Layout, Registry, RegistryError};
+use talaria_registry::{
+    Index, IndexList, Layout, LockedPlugin, PATH_SOURCE, Registry, RegistryError,
+};
 
 use crate::args::RegistryCommand;
 use crate::exit::Status;
@@ -17,14 +20,12 @@ use crate::exit::Status;
 pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
     let result = match command {
         RegistryCommand::Search { term } => indexes::search(home, &term).await,
-        RegistryCommand::Info { name, index } => indexes::info(home, &name, index.as_deref()).await,
         RegistryCommand::Index(command) => indexes::run(home, command).await,
         RegistryCommand::Install(args) => install::install(home, args).await,
         RegistryCommand::Update { names, grant } => {
             install::update(home, &names, grant.as_deref()).await
         }
         RegistryCommand::Remove { name } => install::remove(home, &name),
-        RegistryCommand::List { outdated } => install::list(home, outdated).await,
         RegistryCommand::Pack { dir, out } => publish::pack(dir, out),
         RegistryCommand::Publish {
             archive,
@@ -34,13 +35,33 @@ pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
         } => publish::publish(&archive, &index, &key, url_base.as_deref()),
         RegistryCommand::Keygen { out, id } => publish::keygen(&out, &id),
     };
-    match result {
-        Ok(status) => status,
-        Err(Failure::Usage(message)) => crate::exit::usage_error(&message),
-        Err(Failure::Failed(message)) => {
+    result.unwrap_or_else(fail)
+}
+
+pub(crate) use indexes::{Listing, listing};
+
+/// `plugin list --outdated`.
+pub(crate) async fn outdated(home: &ProfileHome) -> Status {
+    install::outdated(home).await.unwrap_or_else(fail)
+}
+
+/// Reports `failure` and gives the exit status it means.
+pub(crate) fn fail(failure: Failure) -> Status {
+    match failure {
+        Failure::Usage(message) => crate::exit::usage_error(&message),
+        Failure::Failed(message) => {
             eprintln!("error: {message}");
             Status::Failed
         }
+    }
+}
+
+/// How a plugin in the profile's directory got there, from its lockfile entry.
+pub(crate) fn origin(locked: Option<&LockedPlugin>) -> String {
+    match locked {
+        Some(l) if l.source == PATH_SOURCE => format!("from the local package {}", l.url),
+        Some(l) => format!("from index {} ({})", l.source, l.requirement),
+        None => "copied in by hand".to_owned(),
     }
 }
 
@@ -49,6 +70,15 @@ pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
 pub(crate) enum Failure {
     Usage(String),
     Failed(String),
+}
+
+impl Failure {
+    /// What went wrong, for the user.
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Self::Usage(message) | Self::Failed(message) => message,
+        }
+    }
 }
 
 impl From<RegistryError> for Failure {

@@ -104,7 +104,7 @@ pub(super) async fn plugins(ctx: &mut Context<'_>, _: Invocation) -> Reply {
         lines.push("  no plugins found".into());
     }
     lines.extend(discovery.notices.iter().map(|n| format!("  note: {n}")));
-    lines.push("`talaria plugins info NAME` shows one in full".into());
+    lines.push("`talaria plugin info NAME` shows one in full".into());
     Reply::text(lines.join("\n"))
 }
 

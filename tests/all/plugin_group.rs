@@ -1,0 +1,184 @@
+//! The command groups: one singular name each (`plugin`, `session`,
+//! `command`, …), with the old plural spellings still accepted for scripts,
+//! and the single `plugin` group's merged `list` and `info`. The index side of
+//! `plugin list` and `plugin info` is in `registry.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use crate::common::{Home, assert_code, assert_contains, build_plugins, run, stderr, stdout};
+
+/// The command names listed under "Commands:" in a help text.
+fn listed_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn help_lists_only_singular_group_names() {
+    let home = Home::new();
+    let output = run(home.talaria(&["--help"]));
+    assert_code(&output, 0);
+    let commands = listed_commands(&stdout(&output));
+    for singular in ["plugin", "session", "command", "profile", "skin"] {
+        assert!(
+            commands.iter().any(|c| c == singular),
+            "{singular}: {commands:?}"
+        );
+    }
+    for plural in ["plugins", "sessions", "commands", "profiles", "skins"] {
+        assert!(
+            !commands.iter().any(|c| c == plural),
+            "{plural}: {commands:?}"
+        );
+    }
+
+    let output = run(home.talaria(&["plugin", "--help"]));
+    assert_code(&output, 0);
+    let subcommands = listed_commands(&stdout(&output));
+    for name in [
+        "list", "info", "grant", "revoke", "trust", "new", "build", "install", "search", "update",
+        "remove", "pack", "publish", "keygen", "index",
+    ] {
+        assert!(
+            subcommands.iter().any(|c| c == name),
+            "{name}: {subcommands:?}"
+        );
+    }
+}
+
+#[test]
+fn the_plural_spellings_still_run_every_subcommand() {
+    let home = Home::new();
+    let work = home.workdir();
+    let text = |args: &[&str]| {
+        let mut command = home.talaria(args);
+        command.current_dir(work.path());
+        let output = run(command);
+        assert_code(&output, 0);
+        stdout(&output)
+    };
+
+    assert_eq!(text(&["plugins", "list"]), text(&["plugin", "list"]));
+    assert_eq!(
+        text(&["plugins", "list", "--outdated"]),
+        text(&["plugin", "list", "--outdated"])
+    );
+    let info = text(&["plugins", "info", "fs"]);
+    assert_contains(&info, "status:    loads");
+    assert_contains(&info, "indexes:   none configured");
+    assert_contains(
+        &text(&["plugins", "grant", "fs", "filesystem:$CWD:read-only"]),
+        "fs is granted: filesystem:$CWD:read-only",
+    );
+    assert_contains(
+        &text(&["plugins", "revoke", "fs", "all"]),
+        "fs is granted: none",
+    );
+    assert_contains(&text(&["plugins", "trust"]), "Trusted ");
+    assert_contains(
+        &text(&["plugins", "index", "list"]),
+        "No plugin index configured",
+    );
+    let project = work.path().join("aliased");
+    text(&[
+        "plugins",
+        "new",
+        "aliased",
+        "--dir",
+        project.to_str().unwrap(),
+    ]);
+    assert!(project.join("plugin.toml").is_file());
+
+    assert_eq!(text(&["sessions", "list"]), text(&["session", "list"]));
+    assert_eq!(
+        text(&["commands", "--json", "--surface", "gateway"]),
+        text(&["command", "--json", "--surface", "gateway"])
+    );
+}
+
+#[test]
+fn plugin_list_shows_version_source_kinds_origin_and_grants() {
+    build_plugins();
+    let home = Home::new();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/test");
+    // One installed from a local package, one copied in by hand.
+    let package = built.join("hooks-probe");
+    let output = run(home.talaria(&["plugin", "install", package.to_str().unwrap()]));
+    assert_code(&output, 0);
+    crate::common::install_test_plugin(&home, "commands-probe");
+
+    let output = run(home.talaria(&["plugin", "list"]));
+    assert_code(&output, 0);
+    let list = stdout(&output);
+    let entry = |header: &str| -> Vec<String> {
+        let start = list
+            .find(header)
+            .unwrap_or_else(|| panic!("{header:?} not in:\n{list}"));
+        list[start..]
+            .lines()
+            .skip(1)
+            .take_while(|line| line.starts_with("    "))
+            .map(|line| line.trim().to_owned())
+            .collect()
+    };
+    let fs = entry("fs 0.1.0 [tools] (distribution)");
+    assert!(
+        fs.contains(&"requests:  filesystem:$CWD:read-write".to_owned()),
+        "{list}"
+    );
+    assert!(
+        fs.contains(&"granted:   filesystem:$CWD:read-write".to_owned()),
+        "{list}"
+    );
+    assert!(!fs.iter().any(|l| l.starts_with("installed:")), "{list}");
+
+    let hooks = entry("hooks-probe 0.1.0 [tools, hooks] (user)");
+    assert!(
+        hooks.contains(&format!(
+            "installed: from the local package {}",
+            package.display()
+        )),
+        "{list}"
+    );
+    assert!(hooks.contains(&"granted:   none".to_owned()), "{list}");
+
+    let commands = entry("commands-probe 0.1.0 [commands, skin] (user)");
+    assert!(
+        commands.contains(&"installed: copied in by hand".to_owned()),
+        "{list}"
+    );
+    assert!(
+        commands.iter().any(|l| l.starts_with("requests:"))
+            && commands.iter().any(|l| l.starts_with("granted:")),
+        "{list}"
+    );
+    assert!(!list.contains("No plugins installed"), "{list}");
+}
+
+#[test]
+fn plugin_info_says_when_no_index_is_configured_and_fails_on_an_unknown_name() {
+    let home = Home::new();
+    let output = run(home.talaria(&["plugin", "info", "fs"]));
+    assert_code(&output, 0);
+    let text = stdout(&output);
+    assert_contains(&text, "fs 0.1.0 — ");
+    assert_contains(&text, "status:    loads");
+    assert_contains(
+        &text,
+        "indexes:   none configured (`talaria plugin index add NAME URL` adds one)",
+    );
+
+    let output = run(home.talaria(&["plugin", "info", "nope"]));
+    assert_code(&output, 2);
+    assert_contains(
+        &stderr(&output),
+        "no plugin named 'nope' (installed: fs, terminal), and no plugin index is configured",
+    );
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+}
