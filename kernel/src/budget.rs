@@ -243,6 +243,8 @@ mod tests {
     #[test]
     fn clones_share_one_counter_across_threads() {
         let parent = IterationBudget::new(1000);
+        // Collected so that every thread is running before the first is joined.
+        #[allow(clippy::needless_collect)]
         let handles: Vec<_> = (0..8)
             .map(|_| {
                 let child = parent.clone();

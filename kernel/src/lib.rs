@@ -6,6 +6,9 @@
 //! [`model`] and [`ports`]; everything that does I/O implements them from
 //! outside, so the loop is tested with fakes.
 
+// Everything public here is what the rest of Talaria is written against.
+#![warn(missing_docs)]
+
 pub mod agent_loop;
 pub mod budget;
 pub mod compress;

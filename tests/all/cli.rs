@@ -23,7 +23,7 @@ fn openai_args(server: &ScriptedServer) -> Vec<String> {
         "--base-url",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .chain([server.openai_base_url()])
     .collect()
 }
@@ -37,7 +37,7 @@ fn anthropic_args(server: &ScriptedServer) -> Vec<String> {
         "--base-url",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .chain([server.anthropic_base_url()])
     .collect()
 }

@@ -85,13 +85,12 @@ async fn crossing_the_threshold_compresses_without_orphans_and_continues_in_a_ne
         stored.iter().any(|(id, _)| id.starts_with("s1~")),
         "the new session is persisted"
     );
-    let compressed: Vec<_> = rig
-        .events
-        .events()
-        .into_iter()
-        .filter(|e| matches!(e, AgentEvent::Compressed { .. }))
-        .collect();
-    assert!(!compressed.is_empty());
+    assert!(
+        rig.events
+            .events()
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Compressed { .. }))
+    );
 }
 
 #[tokio::test]

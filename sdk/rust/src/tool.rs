@@ -270,7 +270,10 @@ fn describe_parameters(schema: &Value) -> String {
         .map(|(name, prop)| {
             let values = enum_values(prop);
             let kind = if !values.is_empty() {
-                let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+                let values: Vec<String> = values
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect();
                 format!("one of {}", values.join(", "))
             } else {
                 match prop.get("type") {

@@ -220,7 +220,7 @@ impl GrantStore {
             serde_yaml_ng::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         let versioned = value
             .get("version")
-            .is_some_and(|version| version.is_number());
+            .is_some_and(serde_yaml_ng::Value::is_number);
         if versioned {
             let file: GrantFile =
                 serde_yaml_ng::from_value(value).map_err(|e| invalid(e.to_string()))?;

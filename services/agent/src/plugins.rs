@@ -397,7 +397,10 @@ fn collect_skins(
     notices: &mut Vec<String>,
 ) -> Vec<talaria_plugin_host::PluginSkin> {
     let mut skins: Vec<talaria_plugin_host::PluginSkin> = Vec::new();
-    for skin in loaded.iter().flat_map(|plugin| plugin.skins()) {
+    for skin in loaded
+        .iter()
+        .flat_map(talaria_plugin_host::LoadedPlugin::skins)
+    {
         match skins.iter().find(|s| s.name == skin.name) {
             Some(owner) => notices.push(format!(
                 "skin {} of plugin {} dropped: plugin {} already provides it",

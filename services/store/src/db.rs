@@ -120,7 +120,7 @@ impl SessionDb {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -452,7 +452,7 @@ mod tests {
             assert_eq!(group.get_all_aliases().collect::<Vec<_>>(), [plural]);
             assert_eq!(group.get_visible_aliases().count(), 0, "{name}");
         }
-        let visible: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        let visible: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
         for plural in ["plugins", "sessions", "commands", "profiles", "skins"] {
             assert!(!visible.contains(&plural), "{visible:?}");
         }

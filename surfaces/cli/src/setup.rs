@@ -93,14 +93,13 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
     };
     let current = config.model.clone();
 
-    let provider_text = match args.model.provider.clone().or_else(|| {
+    let Some(provider_text) = args.model.provider.clone().or_else(|| {
         ask(
             "Provider (openai or anthropic)",
             Some(current.provider.as_deref().unwrap_or("openai")),
         )
-    }) {
-        Some(text) => text,
-        None => return usage_error("setup needs a provider"),
+    }) else {
+        return usage_error("setup needs a provider");
     };
     let provider: ProviderKind = match provider_text.parse() {
         Ok(provider) => provider,

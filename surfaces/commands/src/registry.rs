@@ -309,14 +309,15 @@ impl Registry {
         let word_start =
             line.len() - rest.len() + rest.rfind(char::is_whitespace).map_or(0, |i| i + 1);
         let current = &line[word_start..];
-        let done: Vec<&str> = line[slash + 1 + space..word_start]
+        // Positional arguments already typed (flags do not count).
+        let done = line[slash + 1 + space..word_start]
             .split_whitespace()
             .filter(|w| !w.starts_with("--"))
-            .collect();
+            .count();
         let mut candidates: Vec<String> = Vec::new();
         if current.starts_with('-') {
             candidates.extend(command.flags.iter().map(|f| (*f).to_owned()));
-        } else if let Some(spec) = command.args.get(done.len()) {
+        } else if let Some(spec) = command.args.get(done) {
             candidates = match spec.kind {
                 ArgKind::Choice(choices) => choices.iter().map(|c| (*c).to_owned()).collect(),
                 ArgKind::Command => self.commands.iter().map(|c| c.name.clone()).collect(),

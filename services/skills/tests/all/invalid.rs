@@ -52,7 +52,11 @@ fn invalid_skills_are_reported_and_skipped() {
     );
 
     let (index, issues) = SkillIndex::load(SkillRoots::new(root));
-    let names: Vec<&str> = index.skills().iter().map(|s| s.name()).collect();
+    let names: Vec<&str> = index
+        .skills()
+        .iter()
+        .map(talaria_skills::Skill::name)
+        .collect();
     assert_eq!(names, ["ok"], "{issues:#?}");
 
     assert!(skipped_reason(&issues, "no-frontmatter").contains("no YAML frontmatter"));

@@ -39,7 +39,7 @@ proptest! {
     fn siblings_do_not_overlap(a in path(), x in "[a-c]{1,3}", y in "[d-f]{1,3}") {
         prop_assert!(!overlaps(&a.join(&x), &a.join(&y)));
         // A shared name prefix is not containment.
-        let longer = format!("{}{}", x, y);
+        let longer = format!("{x}{y}");
         prop_assert!(!overlaps(&a.join(&x), &a.join(longer)));
     }
 
