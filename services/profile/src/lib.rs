@@ -12,11 +12,13 @@ pub mod env;
 pub mod hermes_import;
 pub mod home;
 pub mod home_modes;
+mod load;
 pub mod profiles;
 pub mod settings;
 
 pub use config::{ConfigError, ConfigFile};
 pub use env::EnvLayer;
 pub use home::ProfileHome;
+pub use load::{LoadError, load_profile};
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};

@@ -37,7 +37,7 @@ pub async fn run(args: SlashCommandArgs, home: &ProfileHome) -> Status {
 }
 
 async fn session_registry(home: &ProfileHome, surface: Surfaces) -> Result<Registry, String> {
-    let (env, config) = crate::run::load_profile(home)?;
+    let (env, config) = talaria_profile::load_profile(home).map_err(|e| e.to_string())?;
     let settings =
         Settings::resolve(&Default::default(), &env, config, home).map_err(|e| e.to_string())?;
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;

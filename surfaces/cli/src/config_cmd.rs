@@ -5,7 +5,7 @@ use talaria_profile::{EnvLayer, ProfileHome};
 
 use crate::args::ConfigCommand;
 use crate::exit::{Status, usage_error};
-use crate::run::load_profile;
+use talaria_profile::load_profile;
 
 /// Runs one config command.
 pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
@@ -17,7 +17,7 @@ pub fn run(command: ConfigCommand, home: &ProfileHome) -> Status {
         ConfigCommand::Show | ConfigCommand::Get { .. } => {
             let (_, config) = match load_profile(home) {
                 Ok(loaded) => loaded,
-                Err(error) => return usage_error(&error),
+                Err(error) => return usage_error(&error.to_string()),
             };
             let value = match &command {
                 ConfigCommand::Get { key } => get(&config, key),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_kernel::{CancellationToken, Exit};
-use talaria_profile::{ConfigFile, EnvLayer, Overrides, ProfileHome, Settings, SettingsError};
+use talaria_profile::{Overrides, ProfileHome, Settings, SettingsError, load_profile};
 
 use crate::args::{ModelArgs, RunArgs};
 use crate::exit::{Status, explain, usage_error};
@@ -15,13 +15,6 @@ use crate::repl::{ArgSnapshot, CompletionSource, LineReader, Repl};
 use crate::setup;
 use talaria_commands::{BUILTINS, Registry, Surfaces};
 use talaria_tui::SkinCatalog;
-
-/// Loads the profile's environment layer and config, reporting errors as usage errors.
-pub fn load_profile(home: &ProfileHome) -> Result<(EnvLayer, ConfigFile), String> {
-    let env = EnvLayer::load(&home.env_file()).map_err(|e| e.to_string())?;
-    let config = ConfigFile::load(&home.config_file(), &env).map_err(|e| e.to_string())?;
-    Ok((env, config))
-}
 
 pub fn overrides(model: &ModelArgs) -> Overrides {
     Overrides {
@@ -38,7 +31,7 @@ fn interactive() -> bool {
 /// Resolves settings; on a terminal with nothing configured, offers setup first.
 async fn settings(args: &RunArgs, home: &ProfileHome) -> Result<Settings, Status> {
     let resolve = || -> Result<Settings, (String, bool)> {
-        let (env, config) = load_profile(home).map_err(|e| (e, false))?;
+        let (env, config) = load_profile(home).map_err(|e| (e.to_string(), false))?;
         Settings::resolve(&overrides(&args.model), &env, config, home)
             .map_err(|e| (e.to_string(), matches!(e, SettingsError::Missing(_))))
     };

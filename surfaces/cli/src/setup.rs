@@ -13,7 +13,7 @@ use talaria_providers::ProviderKind;
 
 use crate::args::SetupArgs;
 use crate::exit::{Status, usage_error};
-use crate::run::load_profile;
+use talaria_profile::load_profile;
 
 const KEY_VAR: &str = "TALARIA_API_KEY";
 

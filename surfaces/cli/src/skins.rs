@@ -31,7 +31,7 @@ pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
     }
     match command {
         SkinCommand::List => {
-            let current = crate::run::load_profile(home)
+            let current = talaria_profile::load_profile(home)
                 .map(|(_, config)| config.display.skin)
                 .unwrap_or_else(|_| "default".into());
             for info in skins.list() {

@@ -367,7 +367,7 @@ pub fn registry_for(agent: &Agent, surface: Surfaces) -> Registry {
 
 /// Settings for the next session: the command line, then the pending changes.
 fn resolve_with(args: &RunArgs, home: &ProfileHome, pending: &Pending) -> Result<Settings, String> {
-    let (env, config) = crate::run::load_profile(home)?;
+    let (env, config) = talaria_profile::load_profile(home).map_err(|e| e.to_string())?;
     let mut overrides = crate::run::overrides(&args.model);
     pending.apply_overrides(&mut overrides);
     let mut settings =
