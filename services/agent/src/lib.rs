@@ -26,8 +26,9 @@ pub use config::{ConfigError, ConfigFile};
 pub use env::EnvLayer;
 pub use home::ProfileHome;
 pub use knowledge::SkillSummary;
+pub use plugins::PluginStatus;
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
 /// The plugin types surfaces see through the agent.
-pub use talaria_plugin_host::{PluginCommandSpec, PluginSkin};
+pub use talaria_plugin_host::{KindState, KindStatus, PluginCommandSpec, PluginSkin};
