@@ -56,3 +56,13 @@ export_world!(
     skin_world,
     "skin-plugin"
 );
+export_world!(
+    /// The `memory-plugin` world's exports.
+    memory_world,
+    "memory-plugin"
+);
+export_world!(
+    /// The `platform-plugin` world's exports.
+    platform_world,
+    "platform-plugin"
+);

@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::kv::{hex, write_atomically, write_atomically_shared};
+use crate::imports::kv::{hex, write_atomically, write_atomically_shared};
 use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
 use talaria_plugin_manifest::files::{read_regular, require_regular};
 

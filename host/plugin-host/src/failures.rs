@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::host::LoadedPlugin;
+use crate::loaded::LoadedPlugin;
 use crate::log::{LogLevel, LogSource};
 
 /// Failures (traps, timeouts, memory exhaustion, invalid output) after which a

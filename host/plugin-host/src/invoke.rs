@@ -11,29 +11,21 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, PoolConcurrencyLimitError, Store, Trap, UpdateDeadline};
 use wasmtime_wasi_http::WasiHttpCtx;
 
-use crate::bindings::ToolPluginPre;
 use crate::cache::error_text;
-use crate::commands::CommandPluginPre;
 use crate::error::CallError;
-use crate::hooks::HooksPluginPre;
-use crate::http::HttpPolicy;
+use crate::imports::http::HttpPolicy;
 use crate::log::{CapturedOutput, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
 use crate::sandbox::Sandbox;
-use crate::skins::SkinPluginPre;
 use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
 
 /// How long past its deadline a call blocked in the host (not running wasm,
 /// so not interrupted by the epoch) may take before it is dropped.
 const HOST_WAIT_GRACE: Duration = Duration::from_millis(500);
 
-/// What a call needs from a loaded plugin.
+/// What a call needs from a loaded plugin, besides the kind's `InstancePre`.
 pub(crate) struct Invocation<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) shared: &'a Arc<PluginShared>,
-    pub(crate) tool_pre: Option<&'a ToolPluginPre<PluginState>>,
-    pub(crate) hooks_pre: Option<&'a HooksPluginPre<PluginState>>,
-    pub(crate) commands_pre: Option<&'a CommandPluginPre<PluginState>>,
-    pub(crate) skins_pre: Option<&'a SkinPluginPre<PluginState>>,
 }
 
 /// A store for one instance, with its captured output.

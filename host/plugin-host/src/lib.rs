@@ -14,7 +14,10 @@
 //! - [`PluginHooks`] is the kernel's [`talaria_kernel::Hooks`] over the hooks
 //!   plugins; [`PluginCommands`] runs the command plugins' slash commands;
 //!   [`LoadedPlugin::skins`] lists a plugin's skins (from its component and
-//!   its package's `skins/*.yaml`).
+//!   its package's `skins/*.yaml`); [`PluginMemoryProviders`] and
+//!   [`PluginPlatformAdapters`] hold the memory and platform plugins (loaded
+//!   and checked, not called by sessions yet). [`PluginSets`] builds every
+//!   set, and [`LoadedPlugin::kind_statuses`] says what became of each kind.
 //!
 //! - With the `extism` feature, [`PluginHost::load`] also loads Extism
 //!   modules (`runtime = "extism"`) whose tools join [`PluginTools`], under
@@ -27,54 +30,48 @@
 
 mod bindings;
 mod cache;
-mod commands;
-#[cfg(any(feature = "extism", feature = "native"))]
-mod described;
 mod engine;
 mod error;
-mod exec_imports;
-#[cfg(feature = "extism")]
-mod extism_rt;
 mod failures;
 mod guard;
-mod hooks;
 mod host;
-mod http;
 mod imports;
 mod invoke;
-mod kv;
+mod kinds;
+mod loaded;
 mod log;
 mod mac;
-#[cfg(feature = "native")]
-mod native;
-mod net;
 mod options;
-mod runtimes;
+mod runtime;
 mod sandbox;
-mod session_search;
-mod skins;
 mod state;
-mod tools;
 
 pub use crate::cache::PREBUILT_DIGESTS;
-pub use crate::commands::{
+pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
+pub use crate::error::{CallError, HostError, LoadError};
+pub use crate::failures::DISABLE_AFTER_FAILURES;
+pub use crate::host::PluginHost;
+pub use crate::imports::exec::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
+pub use crate::imports::session_search::{SessionHit, SessionSearch};
+pub use crate::kinds::commands::{
     CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,
     valid_command_name,
 };
-pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
-pub use crate::error::{CallError, HostError, LoadError};
-pub use crate::exec_imports::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
-pub use crate::failures::DISABLE_AFTER_FAILURES;
-pub use crate::hooks::{HookEvent, HookSubscription, PluginHooks};
-pub use crate::host::{LoadedPlugin, PluginHost, ToolInfo};
+pub use crate::kinds::hooks::{HookEvent, HookSubscription, PluginHooks};
+pub use crate::kinds::memory::PluginMemoryProviders;
+pub use crate::kinds::platform::{
+    MAX_PLATFORM_NAME_LEN, PlatformAdapterInfo, PluginPlatformAdapters,
+};
+pub use crate::kinds::sets::PluginSets;
+pub use crate::kinds::skins::{MAX_SKIN_BYTES, PluginSkin, PluginSkins, SKINS_DIR};
+pub use crate::kinds::status::{KindState, KindStatus, kind_support, wired};
+pub use crate::kinds::tools::{PluginTools, ToolInstance};
+pub use crate::loaded::{LoadedPlugin, ToolInfo};
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
-#[cfg(feature = "native")]
-pub use crate::native::NATIVE_ABI_VERSION;
 pub use crate::options::{CacheStats, HostOptions};
-pub use crate::runtimes::{read_manifest, runs};
-pub use crate::session_search::{SessionHit, SessionSearch};
-pub use crate::skins::{MAX_SKIN_BYTES, PluginSkin, SKINS_DIR};
-pub use crate::tools::{PluginTools, ToolInstance};
+#[cfg(feature = "native")]
+pub use crate::runtime::native::NATIVE_ABI_VERSION;
+pub use crate::runtime::{read_manifest, runs};
 pub use talaria_tools::ToolFlags;
 // The manifest, the API version rule and grants live in the light
 // `talaria-plugin-manifest` crate; re-exported so that users of the host need

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::exec_imports::ExecServices;
-use crate::session_search::SessionSearch;
+use crate::imports::exec::ExecServices;
+use crate::imports::session_search::SessionSearch;
 
 /// Where the host keeps its files.
 #[derive(Debug, Clone)]

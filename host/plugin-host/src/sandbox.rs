@@ -206,7 +206,7 @@ mod tests {
     use talaria_exec::{GatedExecutor, LocalBackend};
 
     use super::*;
-    use crate::exec_imports::ExecServices;
+    use crate::imports::exec::ExecServices;
     use crate::state::HostCtx;
     use talaria_plugin_manifest::{Capabilities, FsCapability};
 

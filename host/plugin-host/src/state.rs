@@ -12,12 +12,12 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::exec_imports::ExecServices;
-use crate::http::HttpPolicy;
-use crate::kv::KvStore;
+use crate::imports::exec::ExecServices;
+use crate::imports::http::HttpPolicy;
+use crate::imports::kv::KvStore;
+use crate::imports::net::NetPolicy;
+use crate::imports::session_search::SessionSearch;
 use crate::log::PluginLog;
-use crate::net::NetPolicy;
-use crate::session_search::SessionSearch;
 use talaria_plugin_manifest::{Capabilities, Limits};
 
 /// Everything about a loaded plugin its instances share.

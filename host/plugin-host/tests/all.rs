@@ -13,6 +13,8 @@ mod extism;
 mod fs_plugin;
 #[path = "all/hooks.rs"]
 mod hooks;
+#[path = "all/kinds.rs"]
+mod kinds;
 #[path = "all/loading.rs"]
 mod loading;
 #[path = "all/manifest.rs"]

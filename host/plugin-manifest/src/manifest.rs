@@ -43,6 +43,16 @@ pub enum PluginKind {
 }
 
 impl PluginKind {
+    /// Every kind, in order.
+    pub const ALL: [Self; 6] = [
+        Self::Tools,
+        Self::Memory,
+        Self::Commands,
+        Self::Skin,
+        Self::Platform,
+        Self::Hooks,
+    ];
+
     /// The name used in manifests.
     pub fn as_str(self) -> &'static str {
         match self {

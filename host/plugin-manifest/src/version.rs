@@ -43,16 +43,9 @@ pub fn parse_api_name(name: &str) -> Option<ApiName> {
 
 /// The kind an exported interface provides.
 pub fn kind_of(interface: &str) -> Option<PluginKind> {
-    [
-        PluginKind::Tools,
-        PluginKind::Memory,
-        PluginKind::Commands,
-        PluginKind::Skin,
-        PluginKind::Platform,
-        PluginKind::Hooks,
-    ]
-    .into_iter()
-    .find(|k| k.interface() == interface)
+    PluginKind::ALL
+        .into_iter()
+        .find(|k| k.interface() == interface)
 }
 
 /// Checks the API names of a component against the host and the manifest.

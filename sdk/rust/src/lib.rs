@@ -174,6 +174,24 @@ export_world!(
     "__export_skin_plugin",
     "::talaria_plugin_sdk::skin_bindings"
 );
+export_world!(
+    /// The bindings `wit_bindgen` generates for the `memory-plugin` world
+    /// (no wrapper yet: implement [`MemoryProvider`] and export it with
+    /// `memory_bindings::__export_memory_plugin!`).
+    memory_bindings,
+    "memory-plugin",
+    "__export_memory_plugin",
+    "::talaria_plugin_sdk::memory_bindings"
+);
+export_world!(
+    /// The bindings `wit_bindgen` generates for the `platform-plugin` world
+    /// (no wrapper yet: implement [`PlatformAdapter`] and export it with
+    /// `platform_bindings::__export_platform_plugin!`).
+    platform_bindings,
+    "platform-plugin",
+    "__export_platform_plugin",
+    "::talaria_plugin_sdk::platform_bindings"
+);
 
 pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
 pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};
@@ -184,6 +202,8 @@ pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdic
 pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
 pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
 pub use host::{config, exec, kv, log, process, session_search};
+pub use memory_bindings::exports::talaria::plugin::memory_provider::Guest as MemoryProvider;
+pub use platform_bindings::exports::talaria::plugin::platform_adapter::Guest as PlatformAdapter;
 pub use skin_bindings::exports::talaria::plugin::skin_provider::Guest as SkinProvider;
 pub use skins::{Skin, Skins};
 pub use tool::{

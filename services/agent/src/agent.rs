@@ -97,6 +97,7 @@ pub struct Agent {
     pub(crate) surface: Surface,
     pub(crate) plugin_commands: Option<talaria_plugin_host::PluginCommands>,
     pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
+    pub(crate) plugin_statuses: Vec<crate::plugins::PluginStatus>,
 }
 
 impl Agent {
@@ -206,6 +207,7 @@ impl Agent {
             surface,
             plugin_commands: plugins.commands,
             plugin_skins: plugins.skins,
+            plugin_statuses: plugins.statuses,
         })
     }
 

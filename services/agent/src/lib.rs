@@ -15,6 +15,7 @@ pub mod tools;
 
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
 pub use knowledge::SkillSummary;
+pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
 /// The plugin types surfaces see through the agent.
-pub use talaria_plugin_host::{PluginCommandSpec, PluginSkin};
+pub use talaria_plugin_host::{KindState, KindStatus, PluginCommandSpec, PluginSkin};

@@ -250,13 +250,36 @@ pub struct SessionPlugins {
     /// in load order; a name an earlier plugin provides is dropped (with a
     /// notice). Not validated: the surface applying one does that.
     pub skins: Vec<talaria_plugin_host::PluginSkin>,
-    /// What the user should know: overrides, plugins left out and why.
+    /// The memory providers, when any loaded. Sessions do not call them yet
+    /// (a notice says so).
+    pub memory: Option<talaria_plugin_host::PluginMemoryProviders>,
+    /// The platform adapters, when any loaded, one per platform. Nothing
+    /// calls them yet (a notice says so).
+    pub platforms: Option<talaria_plugin_host::PluginPlatformAdapters>,
+    /// Every plugin found, loaded or not, with what became of each kind it
+    /// declares, in discovery order.
+    pub statuses: Vec<PluginStatus>,
+    /// What the user should know: overrides, plugins left out and why, kinds
+    /// loaded but not used yet.
     pub notices: Vec<String>,
 }
 
-/// Discovers, grants and loads every tool, hooks, command and skin plugin for
-/// a session in `cwd` on `surface`. Nothing here stops the agent from starting: a plugin
-/// that fails to load is left out and reported in the notices.
+/// One plugin found for a session, with what became of each of its kinds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginStatus {
+    /// The plugin's name.
+    pub name: String,
+    /// Where it was found.
+    pub source: PluginSource,
+    /// Each kind it declares (or its component serves), with its status.
+    pub kinds: Vec<talaria_plugin_host::KindStatus>,
+}
+
+/// Discovers, grants and loads every plugin for a session in `cwd` on
+/// `surface`, and builds the set of each kind (tools, hooks, commands, skins,
+/// memory providers, platform adapters). Nothing here stops the agent from
+/// starting: a plugin that fails to load is left out and reported in the
+/// notices, and so is a kind this build cannot serve.
 pub async fn load_plugins(
     home: &ProfileHome,
     cwd: &Path,
@@ -265,8 +288,8 @@ pub async fn load_plugins(
     sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
-        Grants, HostOptions, LoadedPlugin, PluginCommands, PluginHooks, PluginHost, PluginKind,
-        PluginTools,
+        Grants, HostOptions, KindState, KindStatus, LoadedPlugin, PluginHost, PluginSets,
+        PluginSkins,
     };
 
     let discovery = discover(home, cwd, &TrustStore::load(home));
@@ -275,21 +298,8 @@ pub async fn load_plugins(
         ..SessionPlugins::default()
     };
     let notices = &mut session.notices;
-    let wanted: Vec<&FoundPlugin> = discovery
-        .plugins
-        .iter()
-        .filter(|p| {
-            [
-                PluginKind::Tools,
-                PluginKind::Hooks,
-                PluginKind::Commands,
-                PluginKind::Skin,
-            ]
-            .into_iter()
-            .any(|kind| p.manifest.provides(kind))
-        })
-        .collect();
-    if wanted.is_empty() {
+    let found = &discovery.plugins;
+    if found.is_empty() {
         return session;
     }
     // A grant file we cannot read must not widen anything: grant nothing then.
@@ -318,7 +328,7 @@ pub async fn load_plugins(
     // Loaded side by side (reading, verifying and deserialising compiled
     // components is most of a warm start), then taken in discovery order so
     // the first plugin keeps a clashing name whichever finished first.
-    let attempts = futures_util::future::join_all(wanted.iter().map(|found| {
+    let attempts = futures_util::future::join_all(found.iter().map(|found| {
         let host = &host;
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
             store.grants_for(&found.manifest, &found.grant_source)
@@ -326,90 +336,72 @@ pub async fn load_plugins(
         async move {
             match refusal(found) {
                 Some(refusal) => Err(refusal),
-                None => Ok(host.load(&found.dir, &grants).await),
+                None => host
+                    .load(&found.dir, &grants)
+                    .await
+                    .map_err(|error| format!("plugin {} not loaded: {error}", found.manifest.name)),
             }
         }
     }))
     .await;
     let mut loaded: Vec<LoadedPlugin> = Vec::new();
-    for (found, attempt) in wanted.iter().zip(attempts) {
-        let plugin = match attempt {
-            Ok(Ok(plugin)) => plugin,
-            Ok(Err(error)) => {
-                notices.push(format!(
-                    "plugin {} not loaded: {error}",
-                    found.manifest.name
-                ));
-                continue;
-            }
-            Err(refusal) => {
-                notices.push(refusal);
-                continue;
-            }
-        };
-        // One owner per tool name: the plugin found first keeps it.
-        let clash = plugin.tools().iter().find_map(|tool| {
-            loaded.iter().find_map(|earlier| {
-                earlier
-                    .tools()
-                    .iter()
-                    .any(|t| t.spec.name == tool.spec.name)
-                    .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
-            })
-        });
-        match clash {
-            Some((tool, owner)) => notices.push(format!(
+    for (found, attempt) in found.iter().zip(attempts) {
+        let kept = attempt.and_then(|plugin| match tool_clash(&plugin, &loaded) {
+            Some((tool, owner)) => Err(format!(
                 "plugin {} not loaded: its tool '{tool}' is already provided by plugin {owner}",
                 plugin.name()
             )),
-            None => loaded.push(plugin),
-        }
-    }
-    if loaded.iter().any(|p| !p.hook_subscriptions().is_empty()) {
-        match PluginHooks::new(loaded.clone(), cwd, surface) {
-            Ok(hooks) => session.hooks = Some(hooks),
-            Err(error) => notices.push(format!("plugin hooks are unavailable: {error}")),
-        }
-    }
-    if loaded.iter().any(|p| !p.commands().is_empty()) {
-        match PluginCommands::new(loaded.clone(), cwd, surface) {
-            Ok(commands) => {
-                notices.extend(commands.clashes().iter().map(ToString::to_string));
-                session.commands = Some(commands);
+            None => Ok(plugin),
+        });
+        let kinds = match kept {
+            Ok(plugin) => {
+                let kinds = plugin.kind_statuses();
+                for status in &kinds {
+                    if let KindState::Unsupported { .. } = status.state {
+                        notices.push(format!("plugin {}: {status}", plugin.name()));
+                    }
+                }
+                loaded.push(plugin);
+                kinds
             }
-            Err(error) => notices.push(format!("plugin commands are unavailable: {error}")),
-        }
+            Err(reason) => {
+                let kinds = KindStatus::not_loaded(&found.manifest, &reason);
+                notices.push(reason);
+                kinds
+            }
+        };
+        session.statuses.push(PluginStatus {
+            name: found.manifest.name.clone(),
+            source: found.source,
+            kinds,
+        });
     }
-    session.skins = collect_skins(&loaded, notices);
-    if loaded.iter().any(|p| !p.tools().is_empty()) {
-        match PluginTools::new(loaded, cwd) {
-            Ok(tools) => session.tools = Some(tools),
-            Err(error) => notices.push(format!("plugin tools are unavailable: {error}")),
-        }
-    }
+    let sets = PluginSets::build(&loaded, cwd, surface);
+    notices.extend(sets.notices);
+    session.tools = sets.tools;
+    session.hooks = sets.hooks;
+    session.commands = sets.commands;
+    session.skins = sets.skins.map(PluginSkins::into_skins).unwrap_or_default();
+    session.memory = sets.memory;
+    session.platforms = sets.platforms;
     session
 }
 
-/// Every loaded plugin's skins in load order; a name an earlier plugin
-/// provides is dropped with a notice.
-fn collect_skins(
+/// The first tool of `plugin` that a plugin in `loaded` already provides,
+/// with that plugin's name: one owner per tool name, the one found first.
+fn tool_clash(
+    plugin: &talaria_plugin_host::LoadedPlugin,
     loaded: &[talaria_plugin_host::LoadedPlugin],
-    notices: &mut Vec<String>,
-) -> Vec<talaria_plugin_host::PluginSkin> {
-    let mut skins: Vec<talaria_plugin_host::PluginSkin> = Vec::new();
-    for skin in loaded
-        .iter()
-        .flat_map(talaria_plugin_host::LoadedPlugin::skins)
-    {
-        match skins.iter().find(|s| s.name == skin.name) {
-            Some(owner) => notices.push(format!(
-                "skin {} of plugin {} dropped: plugin {} already provides it",
-                skin.name, skin.plugin, owner.plugin
-            )),
-            None => skins.push(skin.clone()),
-        }
-    }
-    skins
+) -> Option<(String, String)> {
+    plugin.tools().iter().find_map(|tool| {
+        loaded.iter().find_map(|earlier| {
+            earlier
+                .tools()
+                .iter()
+                .any(|t| t.spec.name == tool.spec.name)
+                .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
+        })
+    })
 }
 
 /// The session store as plugins' `session-search` sees it.
@@ -475,16 +467,16 @@ mod load_tests {
 
     use super::*;
 
-    /// The packaged `commands-probe` test plugin, built with
-    /// `scripts/build-plugins` unless `TALARIA_PLUGINS_PREBUILT` names a
-    /// packaged tree.
-    fn commands_probe() -> PathBuf {
+    /// The packaged test plugin `name` (`commands-probe`, `memory-probe`…),
+    /// built from its crate `crate_name` with `scripts/build-plugins` unless
+    /// `TALARIA_PLUGINS_PREBUILT` names a packaged tree.
+    fn test_plugin(name: &str, crate_name: &str) -> PathBuf {
         let root = if let Some(dir) = std::env::var_os("TALARIA_PLUGINS_PREBUILT") {
             PathBuf::from(dir)
         } else {
             let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
             let status = std::process::Command::new(repo.join("scripts/build-plugins"))
-                .args(["-p", "talaria-plugin-commands-probe"])
+                .args(["-p", crate_name])
                 .current_dir(repo)
                 .stdout(std::process::Stdio::null())
                 .status()
@@ -492,7 +484,32 @@ mod load_tests {
             assert!(status.success(), "scripts/build-plugins failed");
             repo.join("target/plugins")
         };
-        root.join("test/commands-probe")
+        root.join("test").join(name)
+    }
+
+    fn commands_probe() -> PathBuf {
+        test_plugin("commands-probe", "talaria-plugin-commands-probe")
+    }
+
+    /// Copies a package's component and manifest into `plugins` as `name`,
+    /// its manifest edited by `edit`.
+    fn install_as(package: &Path, plugins: &Path, name: &str, edit: impl FnOnce(String) -> String) {
+        let dir = plugins.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(package.join("plugin.wasm"), dir.join("plugin.wasm")).unwrap();
+        let manifest = std::fs::read_to_string(package.join("plugin.toml")).unwrap();
+        let manifest = manifest
+            .lines()
+            .map(|line| {
+                if line.starts_with("name = ") {
+                    format!("name = \"{name}\"")
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.join("plugin.toml"), edit(manifest)).unwrap();
     }
 
     /// Copies the package into `plugins` as `name`.
@@ -573,5 +590,95 @@ mod load_tests {
                 session.notices
             );
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn memory_and_platform_plugins_load_and_every_kind_has_a_status() {
+        use talaria_plugin_host::{KindState, KindStatus, PluginKind};
+
+        let memory = test_plugin("memory-probe", "talaria-plugin-memory-probe");
+        let platform = test_plugin("platform-probe", "talaria-plugin-platform-probe");
+        let tmp = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(tmp.path().join("home"));
+        let plugins = home.plugins_dir();
+        install_as(&memory, &plugins, "a-memory", |m| m);
+        install_as(&platform, &plugins, "b-platform", |m| m);
+        // Declares a kind its component does not export: refused, and said so.
+        install_as(&memory, &plugins, "c-broken", |m| {
+            m.replace(
+                "provides = [\"memory\"]",
+                "provides = [\"memory\", \"platform\"]",
+            )
+        });
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
+            .unwrap();
+
+        let session = load_plugins(&home, &cwd, "cli", exec, None).await;
+
+        assert!(session.tools.is_none() && session.hooks.is_none() && session.commands.is_none());
+        assert_eq!(
+            session.memory.expect("memory providers").names(),
+            ["a-memory"]
+        );
+        let adapters = session.platforms.expect("platform adapters").adapters();
+        assert_eq!(adapters.len(), 1);
+        assert_eq!(
+            (adapters[0].plugin.as_str(), adapters[0].platform.as_str()),
+            ("b-platform", "probe-chat")
+        );
+        for expected in [
+            "plugin a-memory: memory provider loaded, not yet used by the agent",
+            "plugin b-platform: platform adapter for probe-chat loaded, not yet used by the agent",
+        ] {
+            assert!(
+                session.notices.iter().any(|n| n == expected),
+                "{expected:?} not in {:#?}",
+                session.notices
+            );
+        }
+        let broken_notice = session
+            .notices
+            .iter()
+            .find(|n| n.starts_with("plugin c-broken not loaded: "))
+            .unwrap_or_else(|| panic!("no notice for c-broken in {:#?}", session.notices));
+        assert!(
+            broken_notice.contains("does not export talaria:plugin/platform-adapter"),
+            "{broken_notice}"
+        );
+
+        let statuses: Vec<(&str, PluginSource, &[KindStatus])> = session
+            .statuses
+            .iter()
+            .map(|s| (s.name.as_str(), s.source, s.kinds.as_slice()))
+            .collect();
+        let status = |kind, state| KindStatus { kind, state };
+        let not_loaded = KindState::NotLoaded {
+            reason: broken_notice.clone(),
+        };
+        assert_eq!(
+            statuses,
+            [
+                (
+                    "a-memory",
+                    PluginSource::User,
+                    &[status(PluginKind::Memory, KindState::LoadedNotWired)][..]
+                ),
+                (
+                    "b-platform",
+                    PluginSource::User,
+                    &[status(PluginKind::Platform, KindState::LoadedNotWired)][..]
+                ),
+                (
+                    "c-broken",
+                    PluginSource::User,
+                    &[
+                        status(PluginKind::Memory, not_loaded.clone()),
+                        status(PluginKind::Platform, not_loaded)
+                    ][..]
+                ),
+            ]
+        );
     }
 }

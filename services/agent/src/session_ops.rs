@@ -189,6 +189,13 @@ impl Agent {
         &self.plugin_skins
     }
 
+    /// Every plugin found for the session, loaded or not, with what became
+    /// of each kind it declares (loaded, loaded but not used yet,
+    /// unsupported, not loaded; with the reason).
+    pub fn plugin_statuses(&self) -> &[crate::plugins::PluginStatus] {
+        &self.plugin_statuses
+    }
+
     /// Runs a plugin's slash command (by name or alias); the text is shown
     /// to the user. A failing or crashing command is an error, never a crash.
     pub async fn run_plugin_command(&self, name: &str, args: &str) -> Result<String, OpsError> {

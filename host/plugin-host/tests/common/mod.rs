@@ -205,6 +205,14 @@ pub fn probe_variant(into: &Path, name: &str, config: &[(&str, &str)]) -> PathBu
     })
 }
 
+pub fn memory_probe_dir() -> PathBuf {
+    plugin_dir("test/memory-probe")
+}
+
+pub fn platform_probe_dir() -> PathBuf {
+    plugin_dir("test/platform-probe")
+}
+
 pub fn commands_probe_dir() -> PathBuf {
     plugin_dir("test/commands-probe")
 }

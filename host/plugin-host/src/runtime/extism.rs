@@ -1,7 +1,7 @@
 //! Extism plugins: core WebAssembly modules written with an Extism PDK that
 //! provide tools through the Extism tool ABI (see the README):
 //!
-//! - export `describe` (no input) → the JSON tool list ([`crate::described`]);
+//! - export `describe` (no input) → the JSON tool list ([`crate::runtime::described`]);
 //! - export `call`, input `{"tool", "arguments", "session_id", "call_id",
 //!   "cwd"}` → the tool's result as text, or an Extism error (the PDK's
 //!   `Err(...)`), which the model reads as the tool's error.
@@ -529,6 +529,63 @@ fn classify(
         };
     }
     CallError::Tool(text)
+}
+
+/// Loads the Extism module of the plugin in `dir`: its tool list is read
+/// from the cache when remembered, else the module is compiled (on a
+/// blocking thread), described and its list remembered.
+pub(crate) async fn load(
+    host: &Arc<crate::host::HostInner>,
+    dir: &Path,
+    manifest: &talaria_plugin_manifest::Manifest,
+    shared: &Arc<PluginShared>,
+) -> Result<super::Loaded, crate::error::LoadError> {
+    use crate::error::LoadError;
+    let name = &manifest.name;
+    let file = dir.join(&manifest.wasm);
+    let (wasm, _) =
+        talaria_plugin_manifest::files::read_regular(&file).map_err(|source| LoadError::Wasm {
+            plugin: name.clone(),
+            path: file.clone(),
+            source,
+        })?;
+    let cache = host
+        .extism_cache
+        .get_or_init(|| cache_config(&host.cache_dir))
+        .clone();
+    let plugin = Arc::new(ExtismPlugin::new(shared, wasm, cache));
+    let remembered = host.cache.described(plugin.described_name());
+    let (tools, origin) =
+        match remembered.and_then(|raw| super::described::parse_tools(name, &raw).ok()) {
+            Some(tools) => (tools, crate::cache::Origin::Cached),
+            None => {
+                let for_compile = plugin.clone();
+                tokio::task::spawn_blocking(move || for_compile.bare())
+                    .await
+                    .map_err(|e| super::blocking_failed(name, &e))?
+                    .map_err(|message| LoadError::Extism {
+                        plugin: name.clone(),
+                        message: format!("{}: {message}", file.display()),
+                    })?;
+                let raw = plugin
+                    .describe(shared)
+                    .await
+                    .map_err(|e| LoadError::ListTools {
+                        plugin: name.clone(),
+                        message: format!("describe failed: {e}"),
+                    })?;
+                let tools = super::described::parse_tools(name, &raw)?;
+                host.cache.store_described(plugin.described_name(), &raw);
+                (tools, crate::cache::Origin::Compiled)
+            }
+        };
+    super::log_loaded(manifest, dir, shared);
+    Ok(super::tools_only(
+        manifest,
+        crate::kinds::tools::ToolRunner::Extism(plugin),
+        tools,
+        origin,
+    ))
 }
 
 #[cfg(test)]

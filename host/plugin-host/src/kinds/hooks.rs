@@ -11,20 +11,60 @@ use talaria_kernel::{
     HookSession, HookVerdict, Hooks, ModelResponse, ToolCall, ToolResult, ValidatedCall,
 };
 
+use super::placed::{Placed, names};
+use super::{Kind, Slot, Slots};
 use crate::bindings::hooks_world::exports::talaria::plugin::hooks::{
     Event, PreToolVerdict, Subscription,
 };
 use crate::bindings::talaria::plugin::types::{
     Message as WitMessage, Role as WitRole, SessionInfo, ToolError as WitToolError,
 };
-use crate::error::{CallError, HostError};
+use crate::error::{CallError, HostError, LoadError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin, Placed, names};
-use crate::invoke::{CallFor, classify, prepare, race};
+use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::loaded::LoadedPlugin;
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
+use crate::state::PluginState;
+use talaria_plugin_manifest::PluginKind;
 
-pub(crate) use crate::bindings::hooks_world::HooksPluginPre;
+use crate::bindings::hooks_world::HooksPluginPre;
+
+/// The `hooks` kind: subscriptions listed at load.
+pub(crate) struct HooksKind;
+
+impl Kind for HooksKind {
+    const KIND: PluginKind = PluginKind::Hooks;
+    type Pre = HooksPluginPre<PluginState>;
+    type Listed = Vec<HookSubscription>;
+
+    fn pre(
+        instance: &wasmtime::component::InstancePre<PluginState>,
+    ) -> wasmtime::Result<Self::Pre> {
+        HooksPluginPre::new(instance.clone())
+    }
+
+    async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<Self::Listed, LoadError> {
+        let reply = invoke_hook(inv, pre, &Sandbox::default(), HookCall::Subscriptions)
+            .await
+            .map_err(|e| LoadError::Exports {
+                plugin: inv.shared.name.clone(),
+                message: format!("listing its hook subscriptions failed: {e}"),
+            })?;
+        Ok(match reply {
+            HookReply::Subscriptions(subscriptions) => convert_subscriptions(subscriptions),
+            _ => Vec::new(),
+        })
+    }
+
+    fn slot(slots: &Slots) -> Option<&Slot<Self>> {
+        slots.hooks.as_ref()
+    }
+
+    fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
+        &mut slots.hooks
+    }
+}
 
 /// A lifecycle event a hooks plugin can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,7 +119,7 @@ pub struct HookSubscription {
     pub priority: i32,
 }
 
-pub(crate) fn convert_subscriptions(subscriptions: Vec<Subscription>) -> Vec<HookSubscription> {
+fn convert_subscriptions(subscriptions: Vec<Subscription>) -> Vec<HookSubscription> {
     let mut out: Vec<HookSubscription> = Vec::new();
     for s in subscriptions {
         let event = HookEvent::from(s.event);
@@ -95,7 +135,7 @@ pub(crate) fn convert_subscriptions(subscriptions: Vec<Subscription>) -> Vec<Hoo
 }
 
 /// One call into the `hooks` interface.
-pub(crate) enum HookCall<'a> {
+enum HookCall<'a> {
     Subscriptions,
     SessionStart(&'a SessionInfo),
     SessionEnd(&'a SessionInfo),
@@ -137,7 +177,7 @@ impl HookCall<'_> {
 }
 
 /// What a hook returned.
-pub(crate) enum HookReply {
+enum HookReply {
     Subscriptions(Vec<Subscription>),
     Nothing,
     Text(Option<String>),
@@ -145,21 +185,17 @@ pub(crate) enum HookReply {
 }
 
 /// Runs one hook call in a fresh instance.
-pub(crate) async fn invoke_hook(
-    plugin: &LoadedInner,
+async fn invoke_hook(
+    inv: &Invocation<'_>,
+    pre: &HooksPluginPre<PluginState>,
     sandbox: &Sandbox,
     call: HookCall<'_>,
 ) -> Result<HookReply, CallError> {
-    let inv = plugin.invocation();
     let shared = inv.shared;
-    let pre = inv.hooks_pre.ok_or_else(|| CallError::Host {
-        plugin: shared.name.clone(),
-        message: "the plugin does not provide hooks".into(),
-    })?;
     let name = call.name();
     let session_id = call.session().map_or("", |s| s.session_id.as_str());
     let mut prepared = prepare(
-        &inv,
+        inv,
         sandbox,
         CallFor {
             session_id,
@@ -232,12 +268,7 @@ impl PluginHooks {
         cwd: &Path,
         surface: impl Into<String>,
     ) -> Result<Self, HostError> {
-        let cwd = crate::host::canonical_cwd(cwd)?;
-        let entries = plugins
-            .into_iter()
-            .filter(|plugin| plugin.inner.hooks_pre.is_some())
-            .map(|plugin| Placed::new(plugin, &cwd))
-            .collect();
+        let (_, entries) = super::place::<HooksKind>(plugins, cwd)?;
         Ok(Self {
             entries,
             surface: surface.into(),
@@ -299,7 +330,9 @@ impl PluginHooks {
             Err(_) => return None,
         };
         let name = call.name();
-        match invoke_hook(&entry.plugin.inner, sandbox, call).await {
+        let inner = &entry.plugin.inner;
+        let slot = inner.slot::<HooksKind>()?;
+        match invoke_hook(&inner.invocation(), &slot.pre, sandbox, call).await {
             Ok(reply) => Some(reply),
             Err(err) => {
                 // `classify` has logged the failure itself.

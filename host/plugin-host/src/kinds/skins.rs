@@ -5,14 +5,94 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::commands::{MAX_COMMAND_NAME_LEN, valid_command_name};
+use super::{Kind, Slot, Slots};
+use crate::bindings::skin_world::SkinPluginPre;
 use crate::bindings::talaria::plugin::types::Skin as WitSkin;
-use crate::commands::{MAX_COMMAND_NAME_LEN, valid_command_name};
-use crate::error::CallError;
-use crate::host::LoadedInner;
-use crate::invoke::{CallFor, classify, prepare, race};
+use crate::error::{CallError, LoadError};
+use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::loaded::LoadedPlugin;
 use crate::sandbox::Sandbox;
+use crate::state::PluginState;
+use talaria_plugin_manifest::PluginKind;
 
-pub(crate) use crate::bindings::skin_world::SkinPluginPre;
+/// The `skin` kind: skins a component lists at load (data skins need no
+/// component: [`read_data_skins`]).
+pub(crate) struct SkinKind;
+
+impl Kind for SkinKind {
+    const KIND: PluginKind = PluginKind::Skin;
+    type Pre = SkinPluginPre<PluginState>;
+    type Listed = Vec<PluginSkin>;
+
+    fn pre(
+        instance: &wasmtime::component::InstancePre<PluginState>,
+    ) -> wasmtime::Result<Self::Pre> {
+        SkinPluginPre::new(instance.clone())
+    }
+
+    async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<Self::Listed, LoadError> {
+        let plugin = &inv.shared.name;
+        let listed = invoke_list_skins(inv, pre, &Sandbox::default())
+            .await
+            .map_err(|e| LoadError::Exports {
+                plugin: plugin.clone(),
+                message: format!("listing its skins failed: {e}"),
+            })?;
+        let (skins, dropped) = convert_skins(plugin, listed);
+        crate::loaded::note_dropped(&inv.shared.log, &dropped);
+        Ok(skins)
+    }
+
+    fn slot(slots: &Slots) -> Option<&Slot<Self>> {
+        slots.skin.as_ref()
+    }
+
+    fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
+        &mut slots.skin
+    }
+}
+
+/// Every skin of the plugins loaded, in load order; a name an earlier plugin
+/// provides is dropped and reported. Skins are data read at load, so nothing
+/// is placed in a working directory.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSkins {
+    skins: Vec<PluginSkin>,
+    clashes: Vec<String>,
+}
+
+impl PluginSkins {
+    /// The skins of `plugins` (their components' then their data skins).
+    pub fn new(plugins: &[LoadedPlugin]) -> Self {
+        let mut set = Self::default();
+        for skin in plugins.iter().flat_map(LoadedPlugin::skins) {
+            match set.skins.iter().find(|s| s.name == skin.name) {
+                Some(owner) => set.clashes.push(format!(
+                    "skin {} of plugin {} dropped: plugin {} already provides it",
+                    skin.name, skin.plugin, owner.plugin
+                )),
+                None => set.skins.push(skin.clone()),
+            }
+        }
+        set
+    }
+
+    /// The skins kept, in load order.
+    pub fn skins(&self) -> &[PluginSkin] {
+        &self.skins
+    }
+
+    /// The skins, for whoever applies them.
+    pub fn into_skins(self) -> Vec<PluginSkin> {
+        self.skins
+    }
+
+    /// One line per skin dropped because an earlier plugin has its name.
+    pub fn clashes(&self) -> &[String] {
+        &self.clashes
+    }
+}
 
 /// The directory of data skins inside a plugin package.
 pub const SKINS_DIR: &str = "skins";
@@ -60,7 +140,7 @@ fn admit(skins: &mut Vec<PluginSkin>, skin: PluginSkin, from: &str) -> Result<()
 
 /// Validates the skins a component listed: kept skins and one line per skin
 /// dropped.
-pub(crate) fn convert_skins(plugin: &str, listed: Vec<WitSkin>) -> (Vec<PluginSkin>, Vec<String>) {
+fn convert_skins(plugin: &str, listed: Vec<WitSkin>) -> (Vec<PluginSkin>, Vec<String>) {
     let mut skins = Vec::new();
     let mut dropped = Vec::new();
     for skin in listed {
@@ -148,18 +228,14 @@ fn read_capped(path: &Path) -> Result<String, String> {
 }
 
 /// `list-skins` in a fresh instance.
-pub(crate) async fn invoke_list_skins(
-    plugin: &LoadedInner,
+async fn invoke_list_skins(
+    inv: &Invocation<'_>,
+    pre: &SkinPluginPre<PluginState>,
     sandbox: &Sandbox,
 ) -> Result<Vec<WitSkin>, CallError> {
-    let inv = plugin.invocation();
     let shared = inv.shared;
-    let pre = inv.skins_pre.ok_or_else(|| CallError::Host {
-        plugin: shared.name.clone(),
-        message: "the plugin does not provide skins".into(),
-    })?;
     let mut prepared = prepare(
-        &inv,
+        inv,
         sandbox,
         CallFor {
             session_id: "",

@@ -1,107 +1,31 @@
-//! The `talaria:plugin` host imports. Every one is linked for every plugin; a
-//! call the plugin was not granted returns `host-error::denied`, never a trap.
+//! The `talaria:plugin` host imports, one module each (plus the WASI
+//! network and HTTP checks). Every one is linked for every plugin; a call the
+//! plugin was not granted returns `host-error::denied`, never a trap.
 
-use crate::bindings::HostError;
-use crate::bindings::talaria::plugin::{config, host_types, kv, log, session_search, types};
-use crate::log::{LogLevel, LogSource};
+use crate::bindings::talaria::plugin::{host_types, types};
 use crate::state::HostCtx;
+
+pub(crate) mod config;
+pub(crate) mod exec;
+pub(crate) mod http;
+pub(crate) mod kv;
+pub(crate) mod log;
+pub(crate) mod net;
+pub(crate) mod session_search;
 
 impl types::Host for HostCtx {}
 
 impl host_types::Host for HostCtx {}
 
-impl log::Host for HostCtx {
-    async fn log(&mut self, level: log::Level, message: String) {
-        let level = match level {
-            log::Level::Trace => LogLevel::Trace,
-            log::Level::Debug => LogLevel::Debug,
-            log::Level::Info => LogLevel::Info,
-            log::Level::Warn => LogLevel::Warn,
-            log::Level::Error => LogLevel::Error,
-        };
-        self.plugin.log.push(level, LogSource::Plugin, &message);
-    }
-}
-
-impl config::Host for HostCtx {
-    async fn get(&mut self, name: String) -> Result<Option<String>, HostError> {
-        let plugin = &self.plugin;
-        if let Some(value) = plugin.config.get(&name) {
-            return Ok(Some(value.clone()));
-        }
-        if plugin.caps.env.contains(&name) {
-            return Ok(std::env::var(&name).ok());
-        }
-        if plugin.requested_env.contains(&name) {
-            return Err(HostError::Denied(plugin.denied(&format!("env {name}"))));
-        }
-        Ok(None)
-    }
-}
-
-impl HostCtx {
-    fn kv(&self) -> Result<&crate::kv::KvStore, HostError> {
-        self.plugin
-            .kv
-            .as_ref()
-            .ok_or_else(|| HostError::Denied(self.plugin.denied("kv")))
-    }
-}
-
-impl kv::Host for HostCtx {
-    async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, HostError> {
-        self.kv()?.get(&key).map_err(HostError::Failed)
-    }
-
-    async fn set(&mut self, key: String, value: Vec<u8>) -> Result<(), HostError> {
-        self.kv()?.set(&key, &value).map_err(HostError::Failed)
-    }
-
-    async fn delete(&mut self, key: String) -> Result<(), HostError> {
-        self.kv()?.delete(&key).map_err(HostError::Failed)
-    }
-
-    async fn list_keys(&mut self, prefix: String) -> Result<Vec<String>, HostError> {
-        self.kv()?.list_keys(&prefix).map_err(HostError::Failed)
-    }
-}
-
-impl session_search::Host for HostCtx {
-    async fn search(
-        &mut self,
-        query: String,
-        limit: u32,
-    ) -> Result<Vec<session_search::Hit>, HostError> {
-        if !self.plugin.caps.session_search {
-            return Err(HostError::Denied(self.plugin.denied("session-search")));
-        }
-        let Some(sessions) = self.plugin.sessions.clone() else {
-            return Err(HostError::Failed("no session store in this host".into()));
-        };
-        // SQLite work blocks: off the async threads.
-        let hits = tokio::task::spawn_blocking(move || sessions.search(&query, limit.min(100)))
-            .await
-            .map_err(|e| HostError::Failed(format!("session search did not finish: {e}")))?
-            .map_err(HostError::Failed)?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| session_search::Hit {
-                session_id: hit.session_id,
-                role: hit.role,
-                snippet: hit.snippet,
-                timestamp: hit.timestamp,
-            })
-            .collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
-    use super::*;
+    use crate::bindings::HostError;
     use crate::bindings::talaria::plugin::kv::Host as _;
+    use crate::bindings::talaria::plugin::{config, kv, log};
     use crate::bindings::talaria::plugin::{log::Host as _, session_search::Host as _};
+    use crate::state::HostCtx;
     use talaria_plugin_manifest::Capabilities;
 
     fn ctx(caps: Capabilities, data: &Path) -> HostCtx {
@@ -185,7 +109,7 @@ mod tests {
         // With the agent's store behind it, hits come back as the plugin sees them.
         #[derive(Debug)]
         struct Fake;
-        impl crate::session_search::SessionSearch for Fake {
+        impl crate::imports::session_search::SessionSearch for Fake {
             fn search(&self, query: &str, limit: u32) -> Result<Vec<crate::SessionHit>, String> {
                 Ok(vec![crate::SessionHit {
                     session_id: "s1".into(),

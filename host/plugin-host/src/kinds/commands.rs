@@ -12,16 +12,58 @@ use std::sync::Arc;
 
 use talaria_kernel::HookSession;
 
+use super::placed::{Placed, names};
+use super::{Kind, Slot, Slots};
+use crate::bindings::command_world::CommandPluginPre;
 use crate::bindings::talaria::plugin::types::{
     CommandSpec as WitCommandSpec, SessionInfo as WitSessionInfo,
 };
-use crate::error::{CallError, HostError};
+use crate::error::{CallError, HostError, LoadError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
-use crate::host::{LoadedInner, LoadedPlugin, Placed, names};
-use crate::invoke::{CallFor, classify, prepare, race};
+use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::loaded::LoadedPlugin;
 use crate::sandbox::Sandbox;
+use crate::state::PluginState;
+use talaria_plugin_manifest::PluginKind;
 
-pub(crate) use crate::bindings::command_world::CommandPluginPre;
+/// The `commands` kind: commands listed (and validated) at load.
+pub(crate) struct CommandsKind;
+
+impl Kind for CommandsKind {
+    const KIND: PluginKind = PluginKind::Commands;
+    type Pre = CommandPluginPre<PluginState>;
+    type Listed = Vec<PluginCommandSpec>;
+
+    fn pre(
+        instance: &wasmtime::component::InstancePre<PluginState>,
+    ) -> wasmtime::Result<Self::Pre> {
+        CommandPluginPre::new(instance.clone())
+    }
+
+    async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<Self::Listed, LoadError> {
+        let plugin = &inv.shared.name;
+        let reply = invoke_command(inv, pre, &Sandbox::default(), CommandCall::List)
+            .await
+            .map_err(|e| LoadError::Exports {
+                plugin: plugin.clone(),
+                message: format!("listing its commands failed: {e}"),
+            })?;
+        let CommandReply::List(specs) = reply else {
+            return Ok(Vec::new());
+        };
+        let (commands, dropped) = convert_commands(plugin, specs);
+        crate::loaded::note_dropped(&inv.shared.log, &dropped);
+        Ok(commands)
+    }
+
+    fn slot(slots: &Slots) -> Option<&Slot<Self>> {
+        slots.commands.as_ref()
+    }
+
+    fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
+        &mut slots.commands
+    }
+}
 
 /// Longest command, alias or skin name.
 pub const MAX_COMMAND_NAME_LEN: usize = 32;
@@ -65,7 +107,7 @@ impl PluginCommandSpec {
 /// Validates the specs a plugin listed: an invalid or repeated name drops the
 /// command, an invalid or repeated alias only that alias. Returns the kept
 /// specs and one line per thing dropped.
-pub(crate) fn convert_commands(
+fn convert_commands(
     plugin: &str,
     specs: Vec<WitCommandSpec>,
 ) -> (Vec<PluginCommandSpec>, Vec<String>) {
@@ -117,7 +159,7 @@ pub(crate) fn convert_commands(
 }
 
 /// One call into the `command-provider` interface.
-pub(crate) enum CommandCall<'a> {
+enum CommandCall<'a> {
     List,
     Run {
         name: &'a str,
@@ -127,23 +169,19 @@ pub(crate) enum CommandCall<'a> {
 }
 
 /// What the call returned.
-pub(crate) enum CommandReply {
+enum CommandReply {
     List(Vec<WitCommandSpec>),
     Ran(Result<String, String>),
 }
 
 /// Runs one call of the `command-provider` interface in a fresh instance.
-pub(crate) async fn invoke_command(
-    plugin: &LoadedInner,
+async fn invoke_command(
+    inv: &Invocation<'_>,
+    pre: &CommandPluginPre<PluginState>,
     sandbox: &Sandbox,
     call: CommandCall<'_>,
 ) -> Result<CommandReply, CallError> {
-    let inv = plugin.invocation();
     let shared = inv.shared;
-    let pre = inv.commands_pre.ok_or_else(|| CallError::Host {
-        plugin: shared.name.clone(),
-        message: "the plugin does not provide commands".into(),
-    })?;
     let call_for = match &call {
         CommandCall::List => CallFor {
             session_id: "",
@@ -155,7 +193,7 @@ pub(crate) async fn invoke_command(
         },
     };
     let label = call_for.tool.to_owned();
-    let mut prepared = prepare(&inv, sandbox, call_for)?;
+    let mut prepared = prepare(inv, sandbox, call_for)?;
     let store = &mut prepared.store;
     let raced = race(
         async {
@@ -307,15 +345,13 @@ impl PluginCommands {
         cwd: &Path,
         surface: impl Into<String>,
     ) -> Result<Self, HostError> {
-        let cwd = crate::host::canonical_cwd(cwd)?;
-        let mut entries = Vec::new();
+        let (_, placed) = super::place::<CommandsKind>(plugins, cwd)?;
+        let mut entries = Vec::with_capacity(placed.len());
         let mut specs: Vec<PluginCommandSpec> = Vec::new();
         let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
         let mut clashes = Vec::new();
-        for plugin in plugins {
-            if plugin.inner.commands_pre.is_none() {
-                continue;
-            }
+        for placed in placed {
+            let plugin = &placed.plugin;
             let entry = entries.len();
             let mut dropped = Vec::new();
             for spec in plugin.commands() {
@@ -361,7 +397,7 @@ impl PluginCommands {
                 );
             }
             clashes.extend(dropped);
-            entries.push(Placed::new(plugin, &cwd));
+            entries.push(placed);
         }
         Ok(Self {
             inner: Arc::new(CommandsInner {
@@ -440,7 +476,14 @@ impl PluginCommands {
             args,
             session: &info,
         };
-        match invoke_command(&entry.plugin.inner, sandbox, call).await {
+        let loaded = &entry.plugin.inner;
+        let Some(slot) = loaded.slot::<CommandsKind>() else {
+            return Err(CommandError::Unavailable {
+                plugin,
+                message: "the plugin does not provide commands".into(),
+            });
+        };
+        match invoke_command(&loaded.invocation(), &slot.pre, sandbox, call).await {
             Ok(CommandReply::Ran(Ok(text))) => Ok(text),
             Ok(CommandReply::Ran(Err(message))) => Err(CommandError::Failed { plugin, message }),
             Ok(CommandReply::List(_)) => Err(CommandError::Unavailable {

@@ -8,8 +8,8 @@ use std::future::Future;
 use http::uri::Scheme;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::imports::net::NetPolicy;
 use crate::log::{LogLevel, LogSource, PluginLog};
-use crate::net::NetPolicy;
 
 /// The HTTP hooks of one plugin instance.
 pub(crate) struct HttpPolicy {

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::bindings::HostError;
+use crate::bindings::talaria::plugin::kv;
+use crate::state::HostCtx;
+
 /// Longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
 /// Largest value, in bytes.
@@ -155,6 +159,34 @@ fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The `kv` import over the plugin's store; denied without the grant.
+impl HostCtx {
+    fn kv(&self) -> Result<&KvStore, HostError> {
+        self.plugin
+            .kv
+            .as_ref()
+            .ok_or_else(|| HostError::Denied(self.plugin.denied("kv")))
+    }
+}
+
+impl kv::Host for HostCtx {
+    async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, HostError> {
+        self.kv()?.get(&key).map_err(HostError::Failed)
+    }
+
+    async fn set(&mut self, key: String, value: Vec<u8>) -> Result<(), HostError> {
+        self.kv()?.set(&key, &value).map_err(HostError::Failed)
+    }
+
+    async fn delete(&mut self, key: String) -> Result<(), HostError> {
+        self.kv()?.delete(&key).map_err(HostError::Failed)
+    }
+
+    async fn list_keys(&mut self, prefix: String) -> Result<Vec<String>, HostError> {
+        self.kv()?.list_keys(&prefix).map_err(HostError::Failed)
+    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 use talaria_kernel::ToolSpec;
 use talaria_tools::ToolFlags;
 
-use super::ToolInfo;
 use crate::error::LoadError;
+use crate::loaded::ToolInfo;
 
-pub(super) fn convert_specs(
+pub(crate) fn convert_specs(
     plugin: &str,
     specs: Vec<crate::bindings::ToolSpec>,
 ) -> Result<Vec<ToolInfo>, LoadError> {

@@ -194,3 +194,42 @@ pub(crate) async fn call(
     };
     shared.log_failure(outcome)
 }
+
+/// Loads the native library of the plugin in `dir` (on a blocking thread: it
+/// runs the library's initialisers); refused without the `trust-native` grant.
+pub(crate) async fn load(
+    dir: &Path,
+    manifest: &talaria_plugin_manifest::Manifest,
+    shared: &Arc<PluginShared>,
+) -> Result<super::Loaded, LoadError> {
+    let name = &manifest.name;
+    if !shared.caps.trust_native {
+        return Err(LoadError::NotTrusted {
+            plugin: name.clone(),
+        });
+    }
+    let file = dir.join(&manifest.wasm);
+    // The loader would block opening a FIFO; only a regular file is handed to it
+    // (a missing one is the loader's to report).
+    if let Ok(metadata) = std::fs::metadata(&file) {
+        talaria_plugin_manifest::files::require_regular(&metadata).map_err(|source| {
+            LoadError::Wasm {
+                plugin: name.clone(),
+                path: file.clone(),
+                source,
+            }
+        })?;
+    }
+    let plugin = name.clone();
+    let (library, raw) = tokio::task::spawn_blocking(move || NativeLibrary::load(&plugin, &file))
+        .await
+        .map_err(|e| super::blocking_failed(name, &e))??;
+    let tools = super::described::parse_tools(name, &raw)?;
+    super::log_loaded(manifest, dir, shared);
+    Ok(super::tools_only(
+        manifest,
+        crate::kinds::tools::ToolRunner::Native(Arc::new(library)),
+        tools,
+        crate::cache::Origin::Compiled,
+    ))
+}

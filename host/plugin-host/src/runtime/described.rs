@@ -15,7 +15,8 @@ use talaria_kernel::ToolSpec;
 use talaria_tools::ToolFlags;
 
 use crate::error::LoadError;
-use crate::host::{ToolInfo, validate_tools};
+use crate::kinds::tool_specs::validate_tools;
+use crate::loaded::ToolInfo;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

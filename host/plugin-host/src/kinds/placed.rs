@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::LoadedPlugin;
 use crate::error::HostError;
+use crate::loaded::LoadedPlugin;
 use crate::log::{LogLevel, LogSource};
 use crate::sandbox::Sandbox;
 
@@ -14,7 +14,7 @@ pub(crate) struct Placed {
     pub(crate) sandbox: Result<Sandbox, String>,
     /// An Extism plugin compiled with this directory's preopens.
     #[cfg(feature = "extism")]
-    pub(crate) extism: crate::extism_rt::Placement,
+    pub(crate) extism: crate::runtime::extism::Placement,
 }
 
 impl Placed {
@@ -28,7 +28,7 @@ impl Placed {
             plugin,
             sandbox,
             #[cfg(feature = "extism")]
-            extism: crate::extism_rt::Placement::default(),
+            extism: crate::runtime::extism::Placement::default(),
         }
     }
 }

@@ -11,14 +11,94 @@ use talaria_kernel::{ToolContext, ToolResult, ToolSpec, ValidatedCall};
 use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use tokio_util::sync::CancellationToken;
 
-use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolSpec as WitToolSpec};
-use crate::error::{CallError, HostError};
+use super::placed::{Placed, names};
+use super::tool_specs::convert_specs;
+use super::{Kind, Slot, Slots};
+use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolPluginPre, ToolSpec as WitToolSpec};
+use crate::error::{CallError, HostError, LoadError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::guard::CallPaths;
-use crate::host::{Backend, LoadedInner, LoadedPlugin, Placed, names};
-use crate::invoke::{CallFor, Prepared, classify, prepare, race};
+use crate::invoke::{CallFor, Invocation, Prepared, classify, prepare, race};
+use crate::loaded::{LoadedPlugin, ToolInfo};
 use crate::sandbox::Sandbox;
-use crate::state::PluginShared;
+use crate::state::{PluginShared, PluginState};
+use talaria_plugin_manifest::PluginKind;
+
+/// What runs a plugin's tool calls: the runtime behind it.
+pub(crate) enum ToolRunner {
+    /// A component's `tool-plugin` world.
+    Component(ToolPluginPre<PluginState>),
+    /// An Extism module.
+    #[cfg(feature = "extism")]
+    Extism(std::sync::Arc<crate::runtime::extism::ExtismPlugin>),
+    /// A native library.
+    #[cfg(feature = "native")]
+    Native(std::sync::Arc<crate::runtime::native::NativeLibrary>),
+}
+
+impl ToolRunner {
+    /// The component's tool world, unless another runtime runs the tools.
+    fn component(&self) -> Option<&ToolPluginPre<PluginState>> {
+        match self {
+            Self::Component(pre) => Some(pre),
+            #[cfg(any(feature = "extism", feature = "native"))]
+            _ => None,
+        }
+    }
+
+    /// Whether it runs code that WASI preopens do not confine.
+    fn unconfined(&self) -> bool {
+        match self {
+            Self::Component(_) => false,
+            #[cfg(feature = "extism")]
+            Self::Extism(_) => false,
+            #[cfg(feature = "native")]
+            Self::Native(_) => true,
+        }
+    }
+}
+
+/// The `tools` kind: tools listed at load. Components list them through
+/// `list-tools`; the other runtimes describe them when they load
+/// (`crate::runtime`) and fill the slot themselves.
+pub(crate) struct ToolsKind;
+
+impl Kind for ToolsKind {
+    const KIND: PluginKind = PluginKind::Tools;
+    type Pre = ToolRunner;
+    type Listed = Vec<ToolInfo>;
+
+    fn pre(
+        instance: &wasmtime::component::InstancePre<PluginState>,
+    ) -> wasmtime::Result<Self::Pre> {
+        ToolPluginPre::new(instance.clone()).map(ToolRunner::Component)
+    }
+
+    async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<Self::Listed, LoadError> {
+        let plugin = &inv.shared.name;
+        let Some(pre) = pre.component() else {
+            return Err(LoadError::ListTools {
+                plugin: plugin.clone(),
+                message: "only a component lists its tools through list-tools".into(),
+            });
+        };
+        let specs = invoke_list_tools(inv, pre, &Sandbox::default())
+            .await
+            .map_err(|e| LoadError::ListTools {
+                plugin: plugin.clone(),
+                message: e.to_string(),
+            })?;
+        convert_specs(plugin, specs)
+    }
+
+    fn slot(slots: &Slots) -> Option<&Slot<Self>> {
+        slots.tools.as_ref()
+    }
+
+    fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
+        &mut slots.tools
+    }
+}
 
 fn tool_error_text(err: ToolError) -> String {
     match err {
@@ -39,21 +119,20 @@ fn check_json(shared: &PluginShared, tool: &str, output: String) -> Result<Strin
     }
 }
 
-fn no_tools(shared: &PluginShared) -> CallError {
+fn no_component_tools(shared: &PluginShared) -> CallError {
     CallError::Host {
         plugin: shared.name.clone(),
-        message: "the plugin does not provide tools".into(),
+        message: "the plugin has no tool component to instantiate".into(),
     }
 }
 
 /// `list-tools` in a fresh instance.
-pub(crate) async fn invoke_list_tools(
-    plugin: &LoadedInner,
+async fn invoke_list_tools(
+    inv: &Invocation<'_>,
+    pre: &ToolPluginPre<PluginState>,
     sandbox: &Sandbox,
 ) -> Result<Vec<WitToolSpec>, CallError> {
-    let inv = plugin.invocation();
-    let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
-    let mut prepared = prepare(&inv, sandbox, CallFor::default())?;
+    let mut prepared = prepare(inv, sandbox, CallFor::default())?;
     let store = &mut prepared.store;
     let raced = race(
         async {
@@ -72,20 +151,19 @@ pub(crate) async fn invoke_list_tools(
 
 /// `call-tool` in a fresh instance.
 async fn invoke_call_tool(
-    plugin: &LoadedInner,
+    inv: &Invocation<'_>,
+    pre: &ToolPluginPre<PluginState>,
     sandbox: &Sandbox,
     tool: &str,
     arguments: &str,
     context: &CallContext,
     cancel: &CancellationToken,
 ) -> Result<String, CallError> {
-    let inv = plugin.invocation();
-    let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
     let call_for = CallFor {
         session_id: &context.session_id,
         tool,
     };
-    let mut prepared = prepare(&inv, sandbox, call_for)?;
+    let mut prepared = prepare(inv, sandbox, call_for)?;
     let store = &mut prepared.store;
     let (tool_name, arguments) = (tool.to_owned(), arguments.to_owned());
     let raced = race(
@@ -131,7 +209,12 @@ impl LoadedPlugin {
     pub async fn instantiate(&self, cwd: Option<&Path>) -> Result<ToolInstance, CallError> {
         let inner = &self.inner;
         let inv = inner.invocation();
-        let pre = inv.tool_pre.ok_or_else(|| no_tools(inv.shared))?;
+        let Some(pre) = inner
+            .slot::<ToolsKind>()
+            .and_then(|slot| slot.pre.component())
+        else {
+            return Err(no_component_tools(inv.shared));
+        };
         let sandbox = Sandbox::resolve(inv.shared, cwd).map_err(|message| CallError::Host {
             plugin: inv.shared.name.clone(),
             message,
@@ -209,41 +292,35 @@ impl PluginTools {
     /// ignored), with calls running in `cwd` (resolved to its canonical path,
     /// which `$CWD` grants preopen and `call-context.cwd` carries).
     pub fn new(plugins: Vec<LoadedPlugin>, cwd: &Path) -> Result<Self, HostError> {
-        let cwd = crate::host::canonical_cwd(cwd)?;
-        let mut entries = Vec::new();
+        let (cwd, entries) = super::place::<ToolsKind>(plugins, cwd)?;
         let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
         let mut specs = Vec::new();
-        for plugin in plugins {
-            let serves_tools = match plugin.inner.backend {
-                Backend::Component => plugin.inner.tool_pre.is_some(),
-                #[cfg(any(feature = "extism", feature = "native"))]
-                _ => true,
-            };
-            if !serves_tools {
-                continue;
-            }
-            let index = entries.len();
-            for (t, tool) in plugin.tools().iter().enumerate() {
+        for (index, placed) in entries.iter().enumerate() {
+            for (t, tool) in placed.plugin.tools().iter().enumerate() {
                 if let Some((other, _)) = by_name.get(&tool.spec.name) {
-                    let first: &Placed = &entries[*other];
                     return Err(HostError::DuplicateTool {
                         tool: tool.spec.name.clone(),
-                        first: first.plugin.name().to_owned(),
-                        second: plugin.name().to_owned(),
+                        first: entries[*other].plugin.name().to_owned(),
+                        second: placed.plugin.name().to_owned(),
                     });
                 }
                 by_name.insert(tool.spec.name.clone(), (index, t));
                 specs.push(tool.spec.clone());
             }
-            let placed = Placed::new(plugin, &cwd);
-            // Only calls need an Extism module compiled: start on it now.
-            #[cfg(feature = "extism")]
-            if let (Backend::Extism(module), Ok(sandbox)) =
-                (&placed.plugin.inner.backend, &placed.sandbox)
+        }
+        // Only calls need an Extism module compiled: start on it now.
+        #[cfg(feature = "extism")]
+        for placed in &entries {
+            if let (
+                Some(Slot {
+                    pre: ToolRunner::Extism(module),
+                    ..
+                }),
+                Ok(sandbox),
+            ) = (placed.plugin.inner.slot::<ToolsKind>(), &placed.sandbox)
             {
                 module.prepare(&placed.extism, sandbox);
             }
-            entries.push(placed);
         }
         Ok(Self {
             entries,
@@ -309,13 +386,19 @@ impl PluginTools {
             cwd: sandbox.guest_cwd.clone(),
         };
         let inner = &entry.plugin.inner;
+        let Some(slot) = inner.slot::<ToolsKind>() else {
+            return Err(CallError::Host {
+                plugin,
+                message: "the plugin does not provide tools".into(),
+            });
+        };
         // The profile's control files, whatever directory the grants open.
         let paths = CallPaths {
             plugin: &inner.shared,
             sandbox,
             cwd: &self.cwd,
-            read_only: entry.plugin.tools()[tool_index].flags.read_only,
-            unconfined: unconfined(&inner.backend),
+            read_only: slot.listed[tool_index].flags.read_only,
+            unconfined: slot.pre.unconfined(),
             tool,
             session_id,
         };
@@ -326,12 +409,13 @@ impl PluginTools {
             }
             checked = paths.check(arguments) => checked.map_err(CallError::Tool)?,
         }
-        let result = match &inner.backend {
-            Backend::Component => {
-                invoke_call_tool(inner, sandbox, tool, arguments, &context, cancel).await
+        let result = match &slot.pre {
+            ToolRunner::Component(pre) => {
+                let inv = inner.invocation();
+                invoke_call_tool(&inv, pre, sandbox, tool, arguments, &context, cancel).await
             }
             #[cfg(feature = "extism")]
-            Backend::Extism(module) => {
+            ToolRunner::Extism(module) => {
                 module
                     .call(
                         &entry.extism,
@@ -345,8 +429,8 @@ impl PluginTools {
                     .await
             }
             #[cfg(feature = "native")]
-            Backend::Native(library) => {
-                crate::native::call(library, &inner.shared, tool, arguments, cancel).await
+            ToolRunner::Native(library) => {
+                crate::runtime::native::call(library, &inner.shared, tool, arguments, cancel).await
             }
         };
         if let Err(err) = &result
@@ -360,17 +444,6 @@ impl PluginTools {
     /// The tools as the model sees them.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.specs.clone()
-    }
-}
-
-/// Whether `backend` runs code that WASI preopens do not confine.
-fn unconfined(backend: &Backend) -> bool {
-    match backend {
-        Backend::Component => false,
-        #[cfg(feature = "extism")]
-        Backend::Extism(_) => false,
-        #[cfg(feature = "native")]
-        Backend::Native(_) => true,
     }
 }
 

@@ -1,0 +1,205 @@
+//! Every set over the loaded plugins, one per kind, built the same way.
+
+use std::path::Path;
+
+use super::commands::PluginCommands;
+use super::hooks::PluginHooks;
+use super::memory::PluginMemoryProviders;
+use super::platform::PluginPlatformAdapters;
+use super::skins::PluginSkins;
+use super::tools::PluginTools;
+use crate::error::HostError;
+use crate::loaded::LoadedPlugin;
+
+/// A set over the plugins of one kind, for sessions in one working
+/// directory on one surface.
+pub(crate) trait KindSet: Sized {
+    /// What the set holds, for "plugin {NOUN} are unavailable".
+    const NOUN: &'static str;
+
+    /// Whether `plugin` gives the set anything (a tool, a subscription…);
+    /// no set is built when none does.
+    fn offered_by(plugin: &LoadedPlugin) -> bool;
+
+    /// The set over the plugins of its kind among `plugins`.
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError>;
+
+    /// What the user should know about the set (names dropped, kinds not
+    /// used yet), one line each.
+    fn notices(&self) -> Vec<String>;
+}
+
+impl KindSet for PluginTools {
+    const NOUN: &'static str = "tools";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        !plugin.tools().is_empty()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+        Self::new(plugins, cwd)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl KindSet for PluginHooks {
+    const NOUN: &'static str = "hooks";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        !plugin.hook_subscriptions().is_empty()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError> {
+        Self::new(plugins, cwd, surface)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl KindSet for PluginCommands {
+    const NOUN: &'static str = "commands";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        !plugin.commands().is_empty()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError> {
+        Self::new(plugins, cwd, surface)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.clashes().iter().map(ToString::to_string).collect()
+    }
+}
+
+impl KindSet for PluginSkins {
+    const NOUN: &'static str = "skins";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        !plugin.skins().is_empty()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, _cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+        Ok(Self::new(&plugins))
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.clashes().to_vec()
+    }
+}
+
+impl KindSet for PluginMemoryProviders {
+    const NOUN: &'static str = "memory providers";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        plugin.serves(talaria_plugin_manifest::PluginKind::Memory)
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+        Self::new(plugins, cwd)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.names()
+            .into_iter()
+            .map(|name| format!("plugin {name}: memory provider loaded, not yet used by the agent"))
+            .collect()
+    }
+}
+
+impl KindSet for PluginPlatformAdapters {
+    const NOUN: &'static str = "platform adapters";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        plugin.platform().is_some()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+        Self::new(plugins, cwd)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        let loaded = self.adapters().into_iter().map(|a| {
+            format!(
+                "plugin {}: platform adapter for {} loaded, not yet used by the agent",
+                a.plugin, a.platform
+            )
+        });
+        loaded.chain(self.clashes().iter().cloned()).collect()
+    }
+}
+
+/// The sets over the loaded plugins, one per kind (`None`: no plugin offers
+/// anything of that kind, or the set could not be built, which `notices`
+/// says).
+#[derive(Debug, Default)]
+pub struct PluginSets {
+    /// The tool plugins' dispatcher.
+    pub tools: Option<PluginTools>,
+    /// The hooks plugins.
+    pub hooks: Option<PluginHooks>,
+    /// The plugins' slash commands.
+    pub commands: Option<PluginCommands>,
+    /// The plugins' skins.
+    pub skins: Option<PluginSkins>,
+    /// The memory providers (loaded, not called by sessions yet).
+    pub memory: Option<PluginMemoryProviders>,
+    /// The platform adapters (loaded, not called by sessions yet).
+    pub platforms: Option<PluginPlatformAdapters>,
+    /// What the user should know, one line each: names dropped because an
+    /// earlier plugin has them, sets that could not be built, kinds loaded
+    /// but not used yet.
+    pub notices: Vec<String>,
+}
+
+impl PluginSets {
+    /// Every set over `plugins` (in load order: the first plugin keeps a
+    /// clashing name), for sessions in `cwd` on `surface` (`cli`,
+    /// `gateway`…, passed to plugins).
+    pub fn build(plugins: &[LoadedPlugin], cwd: &Path, surface: &str) -> Self {
+        let mut notices = Vec::new();
+        let at = Placement { cwd, surface };
+        Self {
+            hooks: build_set(plugins, &at, &mut notices),
+            commands: build_set(plugins, &at, &mut notices),
+            skins: build_set(plugins, &at, &mut notices),
+            tools: build_set(plugins, &at, &mut notices),
+            memory: build_set(plugins, &at, &mut notices),
+            platforms: build_set(plugins, &at, &mut notices),
+            notices,
+        }
+    }
+}
+
+/// Where the sets' calls run.
+struct Placement<'a> {
+    cwd: &'a Path,
+    surface: &'a str,
+}
+
+/// The set of kind `S` over `plugins`, unless none offers anything of it;
+/// its notices, or why it could not be built, go to `notices`.
+fn build_set<S: KindSet>(
+    plugins: &[LoadedPlugin],
+    at: &Placement<'_>,
+    notices: &mut Vec<String>,
+) -> Option<S> {
+    if !plugins.iter().any(S::offered_by) {
+        return None;
+    }
+    match S::build(plugins.to_vec(), at.cwd, at.surface) {
+        Ok(set) => {
+            notices.extend(set.notices());
+            Some(set)
+        }
+        Err(error) => {
+            notices.push(format!("plugin {} are unavailable: {error}", S::NOUN));
+            None
+        }
+    }
+}

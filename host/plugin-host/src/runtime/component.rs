@@ -1,0 +1,182 @@
+//! Loading a WebAssembly component: compiled or from the cache, its API
+//! version and exported kinds checked against the manifest before anything
+//! is instantiated, then each kind's slot filled.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use talaria_plugin_manifest::version::{check_names, kind_of, parse_api_name};
+use talaria_plugin_manifest::{Manifest, PluginKind};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, InstancePre};
+
+use super::Loaded;
+use crate::cache::{LoadFileError, Origin, error_text};
+use crate::error::LoadError;
+use crate::host::HostInner;
+use crate::invoke::Invocation;
+use crate::kinds::commands::CommandsKind;
+use crate::kinds::hooks::HooksKind;
+use crate::kinds::memory::MemoryKind;
+use crate::kinds::platform::PlatformKind;
+use crate::kinds::skins::SkinKind;
+use crate::kinds::tools::ToolsKind;
+use crate::kinds::{Kind, Slot, Slots};
+use crate::log::{LogLevel, LogSource};
+use crate::state::{PluginShared, PluginState};
+
+/// Loads the component of the plugin in `dir` and fills a slot for each
+/// kind it exports, listing each once in a fresh instance.
+pub(crate) async fn load(
+    host: &Arc<HostInner>,
+    dir: &Path,
+    manifest: &Manifest,
+    shared: &Arc<PluginShared>,
+) -> Result<Loaded, LoadError> {
+    let name = &manifest.name;
+    let wasm_path = dir.join(&manifest.wasm);
+    let compiling = host.clone();
+    let path = wasm_path.clone();
+    let (component, origin) =
+        tokio::task::spawn_blocking(move || compiling.cache.load_file(&compiling.engine, &path))
+            .await
+            .map_err(|e| LoadError::Compile {
+                plugin: name.clone(),
+                message: format!("compilation task failed: {e}"),
+            })?
+            .map_err(|error| match error {
+                LoadFileError::Read(source) => LoadError::Wasm {
+                    plugin: name.clone(),
+                    path: wasm_path.clone(),
+                    source,
+                },
+                LoadFileError::Compile(message) => LoadError::Compile {
+                    plugin: name.clone(),
+                    message: format!("{}: {message}", wasm_path.display()),
+                },
+            })?;
+
+    let (api, kinds) = check_component(host, &component, manifest)?;
+    let instance = host
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::Link {
+            plugin: name.clone(),
+            message: error_text(&e),
+        })?;
+    shared.log.push(
+        LogLevel::Info,
+        LogSource::Host,
+        &format!(
+            "loaded {} {} (talaria:plugin@{api}) from {}{}",
+            name,
+            manifest.version,
+            dir.display(),
+            if origin == Origin::Cached {
+                " (compiled cache)"
+            } else {
+                ""
+            }
+        ),
+    );
+
+    let inv = Invocation {
+        engine: &host.engine,
+        shared,
+    };
+    let mut slots = Slots::default();
+    for &kind in &kinds {
+        // One arm per kind: a new kind does not compile until it has a slot.
+        match kind {
+            PluginKind::Tools => fill::<ToolsKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Memory => fill::<MemoryKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Commands => fill::<CommandsKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Skin => fill::<SkinKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Platform => fill::<PlatformKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Hooks => fill::<HooksKind>(&mut slots, &instance, &inv).await?,
+        }
+    }
+    Ok(Loaded {
+        api,
+        kinds,
+        slots,
+        origin,
+    })
+}
+
+/// Sees the component as kind `K` and lists what `K` lists.
+async fn fill<K: Kind>(
+    slots: &mut Slots,
+    instance: &InstancePre<PluginState>,
+    inv: &Invocation<'_>,
+) -> Result<(), LoadError> {
+    let pre = K::pre(instance).map_err(|e| LoadError::Exports {
+        plugin: inv.shared.name.clone(),
+        message: format!(
+            "its talaria:plugin/{} export: {}",
+            K::KIND.interface(),
+            error_text(&e)
+        ),
+    })?;
+    let listed = K::list(inv, &pre).await?;
+    *K::slot_mut(slots) = Some(Slot { pre, listed });
+    Ok(())
+}
+
+/// Reads the `talaria:plugin` names the component exports and imports,
+/// refuses an incompatible version, and checks the exported kinds against
+/// the manifest. Nothing is instantiated.
+fn check_component(
+    host: &HostInner,
+    component: &Component,
+    manifest: &Manifest,
+) -> Result<(semver::Version, Vec<PluginKind>), LoadError> {
+    let engine = &host.engine;
+    let ty = component.component_type();
+    let exports: Vec<_> = ty
+        .exports(engine)
+        .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
+        .filter_map(|(name, _)| parse_api_name(name))
+        .collect();
+    let imports: Vec<_> = ty
+        .imports(engine)
+        .filter_map(|(name, _)| parse_api_name(name))
+        .collect();
+    let plugin = manifest.name.clone();
+    let exported = check_names(&exports, &imports, &manifest.api).map_err(|message| {
+        LoadError::ApiVersion {
+            plugin: plugin.clone(),
+            message,
+        }
+    })?;
+    let mut kinds: Vec<PluginKind> = exports
+        .iter()
+        .filter_map(|n| kind_of(&n.interface))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let missing: Vec<PluginKind> = manifest
+        .provides
+        .iter()
+        .copied()
+        .filter(|k| !kinds.contains(k))
+        .collect();
+    if !missing.is_empty() {
+        let list = |each: fn(PluginKind) -> String| {
+            missing
+                .iter()
+                .map(|&k| each(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(LoadError::Exports {
+            plugin,
+            message: format!(
+                "the manifest says it provides {} but the component does not export {}",
+                list(|k| k.as_str().to_owned()),
+                list(|k| format!("talaria:plugin/{}", k.interface())),
+            ),
+        });
+    }
+    Ok((exported.unwrap_or_else(|| manifest.api.clone()), kinds))
+}
