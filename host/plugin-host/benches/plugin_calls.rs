@@ -230,7 +230,7 @@ async fn run() -> Result<()> {
         } else {
             "on-demand"
         },
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
     );
     println!(
         "| {:<44} | {:>6} | {:>10} | {:>10} | {:>10} | {:<8} |",

@@ -19,7 +19,7 @@ impl Failures {
     pub(crate) fn count(&self, plugin: &str, session_id: &str) -> u32 {
         self.0
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(plugin.to_owned(), session_id.to_owned()))
             .copied()
             .unwrap_or(0)
@@ -29,7 +29,10 @@ impl Failures {
     pub(crate) fn record(&self, plugin: &LoadedPlugin, session_id: &str) {
         let name = plugin.name();
         let count = {
-            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let count = map
                 .entry((name.to_owned(), session_id.to_owned()))
                 .or_insert(0);

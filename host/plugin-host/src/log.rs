@@ -131,7 +131,7 @@ impl LogFile {
         let _ = self
             .file
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .write_all(text.as_bytes());
     }
 }
@@ -154,7 +154,9 @@ impl PluginLog {
     }
 
     fn lock(&self) -> MutexGuard<'_, LogInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records a line (split on newlines, each cut to [`MAX_LINE_BYTES`]).
@@ -236,13 +238,18 @@ impl CapturedOutput {
     pub(crate) fn snapshot(&self) -> Vec<u8> {
         self.buffer
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
     /// Moves what was captured into `log`.
     pub(crate) fn flush_into(&self, log: &PluginLog, source: LogSource) {
-        let bytes = std::mem::take(&mut *self.buffer.lock().unwrap_or_else(|e| e.into_inner()));
+        let bytes = std::mem::take(
+            &mut *self
+                .buffer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         if !bytes.is_empty() {
             let level = if source == LogSource::Stderr {
                 LogLevel::Warn
@@ -272,7 +279,10 @@ impl AsyncWrite for CapturedOutput {
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buffer = self
+            .buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let room = self.cap.saturating_sub(buffer.len());
         buffer.extend_from_slice(&buf[..buf.len().min(room)]);
         Poll::Ready(Ok(buf.len()))

@@ -277,7 +277,7 @@ mod tests {
     fn command(program: &str, args: &[&str], timeout_ms: Option<u64>) -> exec::Command {
         exec::Command {
             program: program.into(),
-            args: args.iter().map(|a| a.to_string()).collect(),
+            args: args.iter().map(std::string::ToString::to_string).collect(),
             cwd: None,
             env: vec![("GREETING".into(), "hello".into())],
             stdin: Some(b"from stdin".to_vec()),

@@ -325,9 +325,8 @@ impl PluginHooks {
         if self.failures.count(plugin, session_id) >= DISABLE_AFTER_FAILURES {
             return None;
         }
-        let sandbox = match &entry.sandbox {
-            Ok(sandbox) => sandbox,
-            Err(_) => return None,
+        let Ok(sandbox) = &entry.sandbox else {
+            return None;
         };
         let name = call.name();
         let inner = &entry.plugin.inner;
