@@ -182,3 +182,66 @@ fn plugin_info_says_when_no_index_is_configured_and_fails_on_an_unknown_name() {
     );
     assert!(stdout(&output).is_empty(), "{}", stdout(&output));
 }
+
+#[test]
+fn plugin_info_reports_each_kind_and_names_packages_of_kinds_it_cannot_serve() {
+    let home = Home::new();
+    let work = home.workdir();
+    let info = |name: &str| {
+        let mut command = home.talaria(&["plugin", "info", name]);
+        command.current_dir(work.path());
+        run(command)
+    };
+    crate::common::install_test_plugin(&home, "memory-probe");
+    crate::common::install_test_plugin(&home, "platform-probe");
+
+    // Memory providers and platform adapters load, and say they are not used yet.
+    let output = info("memory-probe");
+    assert_code(&output, 0);
+    assert_contains(
+        &stdout(&output),
+        "kind:      memory: loaded, not yet used by the agent",
+    );
+    let output = info("platform-probe");
+    assert_code(&output, 0);
+    assert_contains(
+        &stdout(&output),
+        "kind:      platform: loaded, not yet used by the agent",
+    );
+
+    // A kind this host does not know: the package is named, with the
+    // manifest's error, instead of "no plugin named".
+    let weird = home.path().join("plugins/weird");
+    crate::common::copy_dir(&home.path().join("plugins/memory-probe"), &weird);
+    let manifest = std::fs::read_to_string(weird.join("plugin.toml")).unwrap();
+    let manifest = manifest
+        .replace("name = \"memory-probe\"", "name = \"weird\"")
+        .replace(
+            "provides = [\"memory\"]",
+            "provides = [\"memory\", \"weather\"]",
+        );
+    assert!(manifest.contains("\"weather\""), "{manifest}");
+    std::fs::write(weird.join("plugin.toml"), manifest).unwrap();
+    let output = info("weird");
+    assert_code(&output, 1);
+    let text = stdout(&output);
+    assert_contains(&text, "weird: the package in");
+    assert_contains(&text, "unknown variant `weather`");
+
+    // A kind its runtime cannot serve (an Extism module only provides tools).
+    crate::common::install_test_plugin(&home, "extism-probe");
+    let probe = home.path().join("plugins/extism-probe/plugin.toml");
+    let manifest = std::fs::read_to_string(&probe).unwrap();
+    let manifest = manifest.replace(
+        "provides = [\"tools\"]",
+        "provides = [\"tools\", \"hooks\"]",
+    );
+    assert!(manifest.contains("\"hooks\""), "{manifest}");
+    std::fs::write(&probe, manifest).unwrap();
+    let output = info("extism-probe");
+    assert_code(&output, 1);
+    assert_contains(
+        &stdout(&output),
+        "a plugin with runtime \"extism\" can only provide tools",
+    );
+}

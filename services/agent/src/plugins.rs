@@ -68,6 +68,18 @@ pub struct Discovery {
     pub plugins: Vec<FoundPlugin>,
     /// Overrides, skipped packages and untrusted project dirs, one line each.
     pub notices: Vec<String>,
+    /// Packages whose manifest cannot be used (also in `notices`), so that
+    /// `talaria plugin info` can say why a plugin is missing.
+    pub unreadable: Vec<UnreadablePackage>,
+}
+
+/// A package directory whose `plugin.toml` cannot be used.
+#[derive(Debug, Clone)]
+pub struct UnreadablePackage {
+    /// The package directory.
+    pub dir: PathBuf,
+    /// Why (the manifest error, with file, line and key).
+    pub error: String,
 }
 
 /// The distribution's package directories, next to the executable: `plugins/`
@@ -132,6 +144,7 @@ pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery
     let mut discovery = Discovery {
         plugins: Vec::new(),
         notices,
+        unreadable: Vec::new(),
     };
     let users = crate::grants::UserSources::load(home);
     // A project's grants are bound to its canonical path (as it is trusted).
@@ -151,6 +164,10 @@ pub fn discover(home: &ProfileHome, cwd: &Path, trust: &TrustStore) -> Discovery
                 Ok(manifest) => manifest,
                 Err(error) => {
                     discovery.notices.push(format!("skipping plugin: {error}"));
+                    discovery.unreadable.push(UnreadablePackage {
+                        dir: package,
+                        error: error.to_string(),
+                    });
                     continue;
                 }
             };

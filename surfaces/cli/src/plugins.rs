@@ -5,8 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use talaria_agent::grants::{GrantStore, describe};
-use talaria_agent::plugins::{FoundPlugin, PluginSource, TrustStore, discover, refusal};
-use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
+use talaria_agent::plugins::{
+    FoundPlugin, PluginSource, TrustStore, UnreadablePackage, discover, refusal,
+};
+use talaria_plugin_host::{
+    Grants, HostOptions, KindState, KindStatus, Manifest, PluginHost, Runtime,
+};
 use talaria_profile::ProfileHome;
 use talaria_registry::Lockfile;
 
@@ -14,24 +18,43 @@ use crate::args::InstalledCommand;
 use crate::exit::{Status, usage_error};
 use crate::plugin_registry::{self, Listing};
 
-/// The plugin named `name` among those found, or the names of all found.
-fn lookup(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, String> {
+/// No usable plugin of the name asked for.
+struct Missing {
+    /// The names of the plugins found.
+    known: String,
+    /// A package of that directory name whose manifest cannot be used.
+    unreadable: Option<UnreadablePackage>,
+}
+
+/// The plugin named `name` among those found, or what was found instead.
+fn lookup(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Missing> {
     let discovery = discover(home, cwd, &TrustStore::load(home));
     let names: Vec<String> = discovery
         .plugins
         .iter()
         .map(|p| p.manifest.name.clone())
         .collect();
+    let unreadable = discovery
+        .unreadable
+        .into_iter()
+        .find(|package| package.dir.file_name().is_some_and(|dir| dir == name));
     discovery
         .plugins
         .into_iter()
         .find(|p| p.manifest.name == name)
-        .ok_or_else(|| list_or_none(names))
+        .ok_or_else(|| Missing {
+            known: list_or_none(names),
+            unreadable,
+        })
 }
 
 fn found(home: &ProfileHome, cwd: &Path, name: &str) -> Result<FoundPlugin, Status> {
-    lookup(home, cwd, name)
-        .map_err(|known| usage_error(&format!("no plugin named '{name}' (installed: {known})")))
+    lookup(home, cwd, name).map_err(|missing| {
+        usage_error(&format!(
+            "no plugin named '{name}' (installed: {})",
+            missing.known
+        ))
+    })
 }
 
 fn list_or_none(items: Vec<String>) -> String {
@@ -191,7 +214,20 @@ async fn info(
     let listing = plugin_registry::listing(home, name, only_index).await;
     let plugin = match lookup(home, cwd, name) {
         Ok(plugin) => plugin,
-        Err(known) => {
+        Err(Missing {
+            unreadable: Some(package),
+            ..
+        }) => {
+            // An unknown kind, a runtime this build lacks, a bad key: the
+            // manifest's own error, with its line and key.
+            println!(
+                "{name}: the package in {} cannot be used",
+                package.dir.display()
+            );
+            println!("status:    does not load: {}", package.error);
+            return Status::Failed;
+        }
+        Err(Missing { known, .. }) => {
             let missing = format!("no plugin named '{name}' (installed: {known})");
             return match listing {
                 Listing::Listed(text) => {
@@ -268,6 +304,9 @@ async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin
                     ""
                 }
             );
+            for kind in loaded.kind_statuses() {
+                println!("kind:      {kind}");
+            }
             for tool in loaded.tools() {
                 let summary = tool.spec.description.lines().next().unwrap_or_default();
                 println!("  tool {:<16} {summary}", tool.spec.name);
@@ -283,6 +322,12 @@ async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin
         }
         Err(error) => {
             println!("status:    does not load: {error}");
+            // A kind this build or runtime cannot serve says so on its own.
+            for kind in KindStatus::not_loaded(m, &error.to_string()) {
+                if matches!(kind.state, KindState::Unsupported { .. }) {
+                    println!("kind:      {kind}");
+                }
+            }
             Status::Failed
         }
     }
