@@ -1,10 +1,11 @@
 # Sourced by .ci/run and scripts/test: `phase NAME command…` runs a command as
-# a named phase, and when the script ends (also on failure) a table of every
-# phase's time is printed, the phase that failed marked as such. CI has a
+# a named phase and returns its status, and when the script ends (also on
+# failure) a table of every phase's time is printed, failed phases marked. CI has a
 # fixed budget: the table says where it went.
 
 _phase_names=()
 _phase_seconds=()
+_phase_failed=()
 _phase_current=""
 _phase_started=0
 
@@ -12,10 +13,15 @@ phase() {
   _phase_current=$1
   _phase_started=$SECONDS
   shift
-  "$@"
+  local status=0
+  "$@" || status=$?
   _phase_names+=("$_phase_current")
   _phase_seconds+=($((SECONDS - _phase_started)))
+  if ((status != 0)); then
+    _phase_failed+=("$_phase_current")
+  fi
   _phase_current=""
+  return "$status"
 }
 
 _phase_line() {
@@ -27,7 +33,11 @@ _phase_report() {
   echo "phase times ($1):" >&2
   local i
   for i in "${!_phase_names[@]}"; do
-    _phase_line "${_phase_names[$i]}" "${_phase_seconds[$i]}"
+    local mark=""
+    if [[ " ${_phase_failed[*]} " == *" ${_phase_names[$i]} "* ]]; then
+      mark="  (failed)"
+    fi
+    _phase_line "${_phase_names[$i]}" "${_phase_seconds[$i]}" "$mark"
   done
   if [[ -n $_phase_current ]]; then
     _phase_line "$_phase_current" $((SECONDS - _phase_started)) "  (failed)"
