@@ -112,9 +112,9 @@ fn source_checkout(given: Option<PathBuf>) -> Result<PathBuf, String> {
             candidate.display()
         )
     })?;
-    if !root.join("Cargo.toml").is_file() || !root.join("cli").is_dir() {
+    if !root.join("Cargo.toml").is_file() || !root.join("surfaces/cli").is_dir() {
         return Err(format!(
-            "{} is not a Talaria source checkout (no Cargo.toml and cli/); pass --source DIR",
+            "{} is not a Talaria source checkout (no Cargo.toml and surfaces/cli/); pass --source DIR",
             root.display()
         ));
     }
@@ -344,4 +344,23 @@ fn human(bytes: u64) -> String {
     #[allow(clippy::cast_precision_loss)]
     let mib = bytes as f64 / (1024.0 * 1024.0);
     format!("{mib:.1} MiB")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The release builds themselves are heavy tests (tests/all/dist.rs); this
+    // keeps the checkout they start from recognised in every run.
+    #[test]
+    fn the_checkout_this_binary_was_built_from_is_a_source_checkout() {
+        let root = source_checkout(None).unwrap();
+        assert!(root.join("distributions/minimal.toml").is_file());
+        let elsewhere = tempfile::tempdir().unwrap();
+        let refused = source_checkout(Some(elsewhere.path().to_path_buf())).unwrap_err();
+        assert!(
+            refused.contains("not a Talaria source checkout"),
+            "{refused}"
+        );
+    }
 }

@@ -16,6 +16,8 @@ use talaria_registry::{
 use crate::args::RegistryCommand;
 use crate::exit::Status;
 
+pub(crate) use indexes::{Listing, listing};
+
 /// Runs a registry subcommand of `talaria plugin`.
 pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
     let result = match command {
@@ -37,8 +39,6 @@ pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
     };
     result.unwrap_or_else(fail)
 }
-
-pub(crate) use indexes::{Listing, listing};
 
 /// `plugin list --outdated`.
 pub(crate) async fn outdated(home: &ProfileHome) -> Status {
