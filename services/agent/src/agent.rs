@@ -14,6 +14,9 @@ use talaria_kernel::{
 
 use talaria_approval::Approver;
 use talaria_plugin_host::ExecServices;
+use talaria_profile::config::{ApprovalMode, NetworkConfig, ToolsConfig};
+use talaria_profile::home::ProfileHome;
+use talaria_profile::settings::{ModelSettings, Settings};
 use talaria_providers::ProviderConfig;
 use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
 use talaria_tools::{
@@ -26,9 +29,6 @@ use crate::knowledge::Knowledge;
 use crate::plugins::{StoreSearch, load_plugins};
 use crate::store::MemorySessionStore;
 use crate::tools::{ChildKit, MAX_DEPTH, NativeToolInputs, native_tools};
-use talaria_profile::config::{ApprovalMode, NetworkConfig, ToolsConfig};
-use talaria_profile::home::ProfileHome;
-use talaria_profile::settings::{ModelSettings, Settings};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

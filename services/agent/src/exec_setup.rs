@@ -9,10 +9,10 @@ use std::time::Duration;
 use talaria_approval::{ApprovalPolicy, Approver, DenyAll, PathContext, ProtectedPaths};
 use talaria_exec::{Backend, BwrapBackend, GatedExecutor, LocalBackend, SshBackend, SshConfig};
 use talaria_plugin_host::ExecServices;
-
-use crate::agent::BuildError;
 use talaria_profile::config::{ApprovalMode, ApprovalsConfig, BackendKind, TerminalConfig};
 use talaria_profile::home::ProfileHome;
+
+use crate::agent::BuildError;
 
 /// The backend `terminal` selects. A sandbox hides `hidden` (the profile's
 /// read-protected secrets).

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use talaria_plugin_host::{Access, Grants, Manifest};
-
 use talaria_profile::home::ProfileHome;
 
 /// Where a plugin comes from, as far as its grants go: a decision made for one

@@ -11,11 +11,10 @@ use talaria_kernel::Section;
 use talaria_memory::{
     ContextFile, MemorySnapshot, MemoryStore, load_context_files, render_context_files,
 };
+use talaria_profile::home::ProfileHome;
 use talaria_skills::{
     SKILL_GUIDANCE, SKILL_MANAGE, SkillManager, SkillRoots, Visibility, render_index,
 };
-
-use talaria_profile::home::ProfileHome;
 
 /// The knowledge of one session.
 pub struct Knowledge {

@@ -7,7 +7,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use talaria_plugin_host::Manifest;
-
 use talaria_profile::home::ProfileHome;
 
 /// Where a package was found; decides its default trust.

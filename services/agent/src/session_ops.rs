@@ -4,11 +4,11 @@
 use talaria_kernel::compress::SUMMARY_PREFIX;
 use talaria_kernel::{Role, Usage};
 use talaria_plugin_host::{PluginCommandSpec, PluginCommands, PluginSkin};
+use talaria_profile::settings::ModelSettings;
 use talaria_store::{ListQuery, SessionSummary};
 
 use crate::agent::Agent;
 use crate::knowledge::SkillSummary;
-use talaria_profile::settings::ModelSettings;
 
 /// Tokens and cost of the session so far.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use talaria_agent::provider_for;
 use talaria_kernel::{CacheBreakpoints, Message, ModelRequest, NullSink, ToolChoice};
+use talaria_profile::load_profile;
 use talaria_profile::{ModelSettings, ProfileHome};
 use talaria_providers::ProviderKind;
 
 use crate::args::SetupArgs;
 use crate::exit::{Status, usage_error};
-use talaria_profile::load_profile;
 
 const KEY_VAR: &str = "TALARIA_API_KEY";
 
