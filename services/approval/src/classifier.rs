@@ -167,10 +167,55 @@ impl Classifier {
             .map_err(|(id, source)| ApprovalError::BadPattern { id, source })
     }
 
-    /// Classifies `command`; hardline rules are checked first (and the fork-bomb shapes regexes
-    /// cannot express), then protected ones, then dangerous ones, each in file order, and the
-    /// first match wins.
+    /// Classifies `command`: by the lists on its text ([`Classifier::classify_text`]), and by
+    /// its syntax tree. A command word built at run time is judged as each command line it may
+    /// spell (hardline if one is) and is at least dangerous; a line bash would not parse is at
+    /// least dangerous.
     pub fn classify(&self, command: &str) -> Risk {
+        let flat = self.classify_text(command);
+        if matches!(flat, Risk::Hardline(_)) {
+            return flat;
+        }
+        let parsed = crate::syntax::parse(command);
+        let spelled: Vec<Risk> = parsed
+            .dynamic
+            .iter()
+            .flatten()
+            .map(|line| self.classify_text(line))
+            .collect();
+        if let Some(Risk::Hardline(finding)) =
+            spelled.iter().find(|r| matches!(r, Risk::Hardline(_)))
+        {
+            return Risk::Hardline(Finding {
+                id: finding.id.clone(),
+                description: format!(
+                    "{} (its command name is built at run time)",
+                    finding.description
+                ),
+            });
+        }
+        if !matches!(flat, Risk::Safe) {
+            return flat;
+        }
+        if !parsed.dynamic.is_empty() {
+            return Risk::Dangerous(Finding {
+                id: "dynamic-command-word".into(),
+                description: "runs a command whose name is built at run time".into(),
+            });
+        }
+        if parsed.unparseable {
+            return Risk::Dangerous(Finding {
+                id: "unparseable".into(),
+                description: "is not a command line bash can parse, so it cannot be checked".into(),
+            });
+        }
+        Risk::Safe
+    }
+
+    /// Classifies the text of `command` against the lists: hardline rules first (and the
+    /// fork-bomb shapes regexes cannot express), then protected ones, then dangerous ones, each
+    /// in file order; the first match wins.
+    pub fn classify_text(&self, command: &str) -> Risk {
         let normalised = normalize(command);
         let views = command_views(&normalised);
         // Views are slices of the line: a literal missing from the line is missing from all.

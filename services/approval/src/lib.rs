@@ -9,6 +9,10 @@
 //!   and plugins); the user must approve it even in yolo mode or a sandbox;
 //! * **dangerous** — allowed only after the user approves it (once, for the session, or always).
 //!
+//! The line is also parsed as bash (brush-parser): a command word built at run time
+//! (`rm${IFS}-rf /`, `$(echo rm) -rf ~`) is judged as each command it may spell and is at least
+//! dangerous, and a line bash would not parse is at least dangerous.
+//!
 //! The policy also screens commands for the profile's [protected paths](ProtectedPaths).
 //!
 //! [`ApprovalPolicy`] turns a classification into a decision, asking an [`Approver`] (the surface's
@@ -24,6 +28,7 @@ mod paths;
 mod policy;
 mod protected;
 mod shapes;
+mod syntax;
 mod views;
 
 pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
