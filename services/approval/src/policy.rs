@@ -109,7 +109,17 @@ impl ApprovalPolicy {
     /// [`Risk::Protected`] when it touches a protected path. `cwd` is where it runs (`None`: the
     /// working directory the policy was given).
     pub fn risk(&self, command: &str, cwd: Option<&Path>) -> Risk {
-        match self.classifier.classify(command) {
+        self.raise_for_paths(self.classifier.classify(command), command, cwd)
+    }
+
+    /// Like [`risk`](Self::risk) for text that is not a shell command line (a script): only the
+    /// lists apply, not bash's syntax.
+    fn text_risk(&self, text: &str, cwd: Option<&Path>) -> Risk {
+        self.raise_for_paths(self.classifier.classify_text(text), text, cwd)
+    }
+
+    fn raise_for_paths(&self, risk: Risk, command: &str, cwd: Option<&Path>) -> Risk {
+        match risk {
             Risk::Hardline(finding) => Risk::Hardline(finding),
             Risk::Protected(finding) => Risk::Protected(finding),
             other => match self.screen.screen(command, cwd) {
@@ -196,7 +206,13 @@ impl ApprovalPolicy {
         check: CommandCheck<'_>,
         approver: &dyn Approver,
     ) -> Result<Approval, Denied> {
-        let (finding, protected) = match self.risk(check.command, check.cwd) {
+        // Text judged as a whole when no rule matches (a script) is not a shell line.
+        let risk = if check.unmatched.is_some() {
+            self.text_risk(check.command, check.cwd)
+        } else {
+            self.risk(check.command, check.cwd)
+        };
+        let (finding, protected) = match risk {
             Risk::Safe => match check.unmatched {
                 Some(finding) => (finding, false),
                 None => return Ok(Approval::Safe),

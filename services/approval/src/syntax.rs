@@ -33,8 +33,48 @@ pub(crate) struct Parsed {
     pub dynamic: Vec<Vec<String>>,
 }
 
-/// Parses `command` and collects what [`Parsed`] lists.
+/// Parses `command` and collects what [`Parsed`] lists. A parser that fails
+/// in any way, even by panicking, makes the line unparseable: never a crash.
 pub(crate) fn parse(command: &str) -> Parsed {
+    let unparseable = Parsed {
+        unparseable: true,
+        dynamic: Vec::new(),
+    };
+    // The parser recurses per level: a hostile line nested thousands deep
+    // would overflow the stack (an abort, not a panic), so it is not parsed.
+    if nesting(command) > MAX_NESTING {
+        return unparseable;
+    }
+    std::panic::catch_unwind(|| parse_unguarded(command)).unwrap_or(unparseable)
+}
+
+/// The deepest nesting parsed; real command lines stay far below it.
+const MAX_NESTING: usize = 64;
+
+/// How deep brackets and backquotes nest in `text` (counted on the raw text,
+/// quotes included: an upper bound of what the parser recurses into).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut backquoted) = (0usize, 0usize, false);
+    for c in text.chars() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            '`' => {
+                backquoted = !backquoted;
+                if backquoted {
+                    depth += 1;
+                } else {
+                    depth = depth.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+    }
+    deepest
+}
+
+fn parse_unguarded(command: &str) -> Parsed {
     let options = ParserOptions::default();
     let mut parser = Parser::new(std::io::Cursor::new(command.as_bytes()), &options);
     let Ok(program) = parser.parse_program() else {
@@ -335,6 +375,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_a_crash() {
+        let deep = format!("{}true{}", "$(".repeat(2000), ")".repeat(2000));
+        assert!(parse(&deep).unparseable);
+        let (open, close) = ("(".repeat(5000), ")".repeat(5000));
+        assert!(parse(&format!("echo {open}{close}")).unparseable);
+        // The deepest nesting parsed fits a test thread's (small) stack.
+        let nested = format!(
+            "{}true{}",
+            "$(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(!parse(&nested).unparseable);
     }
 
     #[test]
