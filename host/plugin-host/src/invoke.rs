@@ -98,6 +98,23 @@ pub(crate) fn prepare(
     })
 }
 
+/// Runs `call` once in a fresh store, as a kind does at load to read what it
+/// lists: no sandbox, no session, within the plugin's time limit; `name`
+/// labels the call in logs and errors.
+pub(crate) async fn once_at_load<R>(
+    inv: &Invocation<'_>,
+    name: &str,
+    call: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<R>,
+) -> Result<R, CallError> {
+    let call_for = CallFor {
+        session_id: "",
+        tool: name,
+    };
+    let mut prepared = prepare(inv, &Sandbox::default(), call_for)?;
+    let raced = race(call(&mut prepared.store), inv.shared.timeout(), None).await;
+    classify(raced, &prepared, inv.shared, name)
+}
+
 /// How the race between a call, its deadline and cancellation ended.
 pub(crate) enum Raced<R> {
     Done(wasmtime::Result<R>),

@@ -112,6 +112,20 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Whether a plugin of this runtime can provide `kind`: a component any
+    /// kind, an Extism or native module only tools. `Err` says why not.
+    pub fn can_provide(self, kind: PluginKind) -> Result<(), String> {
+        if self == Self::Component || kind == PluginKind::Tools {
+            Ok(())
+        } else {
+            Err(format!(
+                "a plugin with runtime \"{self}\" can only provide tools"
+            ))
+        }
+    }
+}
+
 impl fmt::Display for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -446,12 +460,11 @@ impl Manifest {
                 value
             }
         };
-        if runtime != Runtime::Component && provides != [PluginKind::Tools] {
-            return Err(at(
-                raw.provides.span(),
-                "provides",
-                format!("a plugin with runtime \"{runtime}\" can only provide tools"),
-            ));
+        if let Some(message) = provides
+            .iter()
+            .find_map(|&kind| runtime.can_provide(kind).err())
+        {
+            return Err(at(raw.provides.span(), "provides", message));
         }
 
         let relative_file = |file: &Spanned<String>, key: &str| {

@@ -177,21 +177,22 @@ impl Classifier {
             return flat;
         }
         let parsed = crate::syntax::parse(command);
-        let spelled: Vec<Risk> = parsed
-            .dynamic
-            .iter()
-            .flatten()
-            .map(|line| self.classify_text(line))
-            .collect();
-        if let Some(Risk::Hardline(finding)) =
-            spelled.iter().find(|r| matches!(r, Risk::Hardline(_)))
-        {
+        let spelled_hardline =
+            parsed
+                .dynamic
+                .iter()
+                .flatten()
+                .find_map(|line| match self.classify_text(line) {
+                    Risk::Hardline(finding) => Some(finding),
+                    _ => None,
+                });
+        if let Some(finding) = spelled_hardline {
             return Risk::Hardline(Finding {
-                id: finding.id.clone(),
                 description: format!(
                     "{} (its command name is built at run time)",
                     finding.description
                 ),
+                ..finding
             });
         }
         if !matches!(flat, Risk::Safe) {

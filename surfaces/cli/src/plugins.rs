@@ -8,9 +8,7 @@ use talaria_agent::grants::{GrantStore, describe};
 use talaria_agent::plugins::{
     FoundPlugin, PluginSource, TrustStore, UnreadablePackage, discover, refusal,
 };
-use talaria_plugin_host::{
-    Grants, HostOptions, KindState, KindStatus, Manifest, PluginHost, Runtime,
-};
+use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
 use talaria_profile::ProfileHome;
 use talaria_registry::Lockfile;
 
@@ -322,12 +320,6 @@ async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin
         }
         Err(error) => {
             println!("status:    does not load: {error}");
-            // A kind this build or runtime cannot serve says so on its own.
-            for kind in KindStatus::not_loaded(m, &error.to_string()) {
-                if matches!(kind.state, KindState::Unsupported { .. }) {
-                    println!("kind:      {kind}");
-                }
-            }
             Status::Failed
         }
     }

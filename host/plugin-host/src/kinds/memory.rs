@@ -12,9 +12,8 @@ use super::placed::{Placed, names};
 use super::{Kind, Slot, Slots};
 use crate::bindings::memory_world::MemoryPluginPre;
 use crate::error::{HostError, LoadError};
-use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::invoke::{Invocation, once_at_load};
 use crate::loaded::LoadedPlugin;
-use crate::sandbox::Sandbox;
 use crate::state::PluginState;
 
 /// The `memory` kind. It lists nothing; loading it instantiates the
@@ -31,24 +30,14 @@ impl Kind for MemoryKind {
     }
 
     async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<(), LoadError> {
-        let call = "instantiate";
-        let mut prepared = prepare(
-            inv,
-            &Sandbox::default(),
-            CallFor {
-                session_id: "",
-                tool: call,
-            },
-        )
-        .map_err(|e| instantiate_failed(inv, &e))?;
-        let store = &mut prepared.store;
-        let raced = race(
-            async { pre.instantiate_async(&mut *store).await.map(drop) },
-            inv.shared.timeout(),
-            None,
-        )
-        .await;
-        classify(raced, &prepared, inv.shared, call).map_err(|e| instantiate_failed(inv, &e))
+        once_at_load(inv, "instantiate", async |store| {
+            pre.instantiate_async(store).await.map(drop)
+        })
+        .await
+        .map_err(|e| LoadError::Exports {
+            plugin: inv.shared.name.clone(),
+            message: format!("instantiating its memory provider failed: {e}"),
+        })
     }
 
     fn slot(slots: &Slots) -> Option<&Slot<Self>> {
@@ -57,13 +46,6 @@ impl Kind for MemoryKind {
 
     fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
         &mut slots.memory
-    }
-}
-
-fn instantiate_failed(inv: &Invocation<'_>, error: &crate::error::CallError) -> LoadError {
-    LoadError::Exports {
-        plugin: inv.shared.name.clone(),
-        message: format!("instantiating its memory provider failed: {error}"),
     }
 }
 

@@ -12,9 +12,8 @@ use super::placed::Placed;
 use super::{Kind, Slot, Slots};
 use crate::bindings::platform_world::PlatformPluginPre;
 use crate::error::{HostError, LoadError};
-use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::invoke::{Invocation, once_at_load};
 use crate::loaded::LoadedPlugin;
-use crate::sandbox::Sandbox;
 use crate::state::PluginState;
 
 /// Longest platform name an adapter may report.
@@ -37,31 +36,15 @@ impl Kind for PlatformKind {
             plugin: inv.shared.name.clone(),
             message,
         };
-        let call = "platform";
-        let mut prepared = prepare(
-            inv,
-            &Sandbox::default(),
-            CallFor {
-                session_id: "",
-                tool: call,
-            },
-        )
+        let name = once_at_load(inv, "platform", async |store| {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            instance
+                .talaria_plugin_platform_adapter()
+                .call_platform(store)
+                .await
+        })
+        .await
         .map_err(|e| failed(format!("asking its platform name failed: {e}")))?;
-        let store = &mut prepared.store;
-        let raced = race(
-            async {
-                let instance = pre.instantiate_async(&mut *store).await?;
-                instance
-                    .talaria_plugin_platform_adapter()
-                    .call_platform(&mut *store)
-                    .await
-            },
-            inv.shared.timeout(),
-            None,
-        )
-        .await;
-        let name = classify(raced, &prepared, inv.shared, call)
-            .map_err(|e| failed(format!("asking its platform name failed: {e}")))?;
         if !valid_platform_name(&name) {
             return Err(failed(format!(
                 "platform() returned {name:?}: a platform name is 1 to {MAX_PLATFORM_NAME_LEN} \

@@ -10,9 +10,8 @@ use super::{Kind, Slot, Slots};
 use crate::bindings::skin_world::SkinPluginPre;
 use crate::bindings::talaria::plugin::types::Skin as WitSkin;
 use crate::error::{CallError, LoadError};
-use crate::invoke::{CallFor, Invocation, classify, prepare, race};
+use crate::invoke::{Invocation, once_at_load};
 use crate::loaded::LoadedPlugin;
-use crate::sandbox::Sandbox;
 use crate::state::PluginState;
 use talaria_plugin_manifest::PluginKind;
 
@@ -33,7 +32,7 @@ impl Kind for SkinKind {
 
     async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<Self::Listed, LoadError> {
         let plugin = &inv.shared.name;
-        let listed = invoke_list_skins(inv, pre, &Sandbox::default())
+        let listed = invoke_list_skins(inv, pre)
             .await
             .map_err(|e| LoadError::Exports {
                 plugin: plugin.clone(),
@@ -231,31 +230,15 @@ fn read_capped(path: &Path) -> Result<String, String> {
 async fn invoke_list_skins(
     inv: &Invocation<'_>,
     pre: &SkinPluginPre<PluginState>,
-    sandbox: &Sandbox,
 ) -> Result<Vec<WitSkin>, CallError> {
-    let shared = inv.shared;
-    let mut prepared = prepare(
-        inv,
-        sandbox,
-        CallFor {
-            session_id: "",
-            tool: "list-skins",
-        },
-    )?;
-    let store = &mut prepared.store;
-    let raced = race(
-        async {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            instance
-                .talaria_plugin_skin_provider()
-                .call_list_skins(&mut *store)
-                .await
-        },
-        shared.timeout(),
-        None,
-    )
-    .await;
-    classify(raced, &prepared, shared, "list-skins")
+    once_at_load(inv, "list-skins", async |store| {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        instance
+            .talaria_plugin_skin_provider()
+            .call_list_skins(store)
+            .await
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -67,13 +67,7 @@ pub fn kind_support(runtime: Runtime, kind: PluginKind) -> Result<(), String> {
             "this build has no {runtime} support (feature `{runtime}`)"
         ));
     }
-    match runtime {
-        Runtime::Component => Ok(()),
-        Runtime::Extism | Runtime::Native if kind == PluginKind::Tools => Ok(()),
-        Runtime::Extism | Runtime::Native => Err(format!(
-            "a plugin with runtime \"{runtime}\" can only provide tools"
-        )),
-    }
+    runtime.can_provide(kind)
 }
 
 impl KindStatus {

@@ -18,7 +18,7 @@ use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolPluginPre, ToolSpe
 use crate::error::{CallError, HostError, LoadError};
 use crate::failures::{DISABLE_AFTER_FAILURES, Failures};
 use crate::guard::CallPaths;
-use crate::invoke::{CallFor, Invocation, Prepared, classify, prepare, race};
+use crate::invoke::{CallFor, Invocation, Prepared, classify, once_at_load, prepare, race};
 use crate::loaded::{LoadedPlugin, ToolInfo};
 use crate::sandbox::Sandbox;
 use crate::state::{PluginShared, PluginState};
@@ -82,7 +82,7 @@ impl Kind for ToolsKind {
                 message: "only a component lists its tools through list-tools".into(),
             });
         };
-        let specs = invoke_list_tools(inv, pre, &Sandbox::default())
+        let specs = invoke_list_tools(inv, pre)
             .await
             .map_err(|e| LoadError::ListTools {
                 plugin: plugin.clone(),
@@ -130,23 +130,15 @@ fn no_component_tools(shared: &PluginShared) -> CallError {
 async fn invoke_list_tools(
     inv: &Invocation<'_>,
     pre: &ToolPluginPre<PluginState>,
-    sandbox: &Sandbox,
 ) -> Result<Vec<WitToolSpec>, CallError> {
-    let mut prepared = prepare(inv, sandbox, CallFor::default())?;
-    let store = &mut prepared.store;
-    let raced = race(
-        async {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            instance
-                .talaria_plugin_tool_provider()
-                .call_list_tools(&mut *store)
-                .await
-        },
-        inv.shared.timeout(),
-        None,
-    )
-    .await;
-    classify(raced, &prepared, inv.shared, "list-tools")
+    once_at_load(inv, "list-tools", async |store| {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        instance
+            .talaria_plugin_tool_provider()
+            .call_list_tools(store)
+            .await
+    })
+    .await
 }
 
 /// `call-tool` in a fresh instance.
