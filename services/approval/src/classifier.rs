@@ -167,50 +167,80 @@ impl Classifier {
             .map_err(|(id, source)| ApprovalError::BadPattern { id, source })
     }
 
-    /// Classifies `command`: by the lists on its text ([`Classifier::classify_text`]), and by
-    /// its syntax tree. A command word built at run time is judged as each command line it may
-    /// spell (hardline if one is) and is at least dangerous; a line bash would not parse is at
-    /// least dangerous.
+    /// Classifies `command` as bash would run it: the lists judge the line with data arguments
+    /// masked and abbreviated options written out, and every command line its programs run
+    /// (option values, `-c` payloads, fed scripts, substitutions); a command word built at run
+    /// time is judged as each line it may spell and is at least dangerous. A line bash would
+    /// not parse is judged on its text and is at least dangerous.
     pub fn classify(&self, command: &str) -> Risk {
-        let flat = self.classify_text(command);
-        if matches!(flat, Risk::Hardline(_)) {
-            return flat;
-        }
+        self.classify_nested(command, 0)
+    }
+
+    fn classify_nested(&self, command: &str, depth: usize) -> Risk {
         let parsed = crate::syntax::parse(command);
-        let spelled_hardline =
-            parsed
-                .dynamic
-                .iter()
-                .flatten()
-                .find_map(|line| match self.classify_text(line) {
-                    Risk::Hardline(finding) => Some(finding),
-                    _ => None,
-                });
-        if let Some(finding) = spelled_hardline {
-            return Risk::Hardline(Finding {
-                description: format!(
-                    "{} (its command name is built at run time)",
-                    finding.description
-                ),
-                ..finding
-            });
-        }
-        if !matches!(flat, Risk::Safe) {
-            return flat;
-        }
-        if !parsed.dynamic.is_empty() {
-            return Risk::Dangerous(Finding {
-                id: "dynamic-command-word".into(),
-                description: "runs a command whose name is built at run time".into(),
-            });
-        }
         if parsed.unparseable {
-            return Risk::Dangerous(Finding {
-                id: "unparseable".into(),
-                description: "is not a command line bash can parse, so it cannot be checked".into(),
-            });
+            return at_least_dangerous(
+                self.classify_text(command),
+                "unparseable",
+                "is not a command line bash can parse, so it cannot be checked",
+            );
         }
-        Risk::Safe
+        let Ok(programs) = crate::programs::Programs::builtin() else {
+            // The built-in data is checked by tests; without it only the text can be judged.
+            return self.classify_text(command);
+        };
+        let screening = crate::screen::screen(command, &parsed, programs);
+        let mut risk = self.classify_text(&screening.rewritten);
+        for line in screening.dynamic.iter().flatten() {
+            if let Risk::Hardline(finding) = self.classify_text(line) {
+                return Risk::Hardline(Finding {
+                    description: format!(
+                        "{} (its command name is built at run time)",
+                        finding.description
+                    ),
+                    ..finding
+                });
+            }
+        }
+        if depth < MAX_SPAWN_DEPTH {
+            for line in &screening.spawned {
+                risk = worse(risk, self.classify_nested(line, depth + 1));
+            }
+        } else if !screening.spawned.is_empty() {
+            risk = at_least_dangerous(
+                risk,
+                "nested-too-deep",
+                "runs commands nested too deep to check",
+            );
+        }
+        if screening.masked_runnable && screening.rewritten != command {
+            risk = match self.classify_text(command) {
+                Risk::Hardline(finding) => at_least_dangerous(
+                    risk,
+                    "command-in-argument",
+                    &format!(
+                        "passes what looks like a {} as an argument to a program that may run it",
+                        finding.description
+                    ),
+                ),
+                unmasked => worse(risk, unmasked),
+            };
+        }
+        if !screening.dynamic.is_empty() {
+            risk = at_least_dangerous(
+                risk,
+                "dynamic-command-word",
+                "runs a command whose name is built at run time",
+            );
+        }
+        if screening.dynamic_spawn {
+            risk = at_least_dangerous(
+                risk,
+                "dynamic-spawned-command",
+                "passes a command built at run time to a program that runs it",
+            );
+        }
+        risk
     }
 
     /// Classifies the text of `command` against the lists: hardline rules first (and the
@@ -241,6 +271,40 @@ impl Classifier {
         } else {
             Risk::Safe
         }
+    }
+}
+
+/// How many command lines deep (a payload's payload …) the screen follows.
+const MAX_SPAWN_DEPTH: usize = 8;
+
+impl Risk {
+    fn severity(&self) -> u8 {
+        match self {
+            Risk::Safe => 0,
+            Risk::Dangerous(_) => 1,
+            Risk::Protected(_) => 2,
+            Risk::Hardline(_) => 3,
+        }
+    }
+}
+
+/// The more severe of two risks (the first on a tie).
+fn worse(first: Risk, second: Risk) -> Risk {
+    if second.severity() > first.severity() {
+        second
+    } else {
+        first
+    }
+}
+
+/// `risk`, or dangerous with this finding when it is safe.
+fn at_least_dangerous(risk: Risk, id: &str, description: &str) -> Risk {
+    match risk {
+        Risk::Safe => Risk::Dangerous(Finding {
+            id: id.into(),
+            description: description.into(),
+        }),
+        other => other,
     }
 }
 
@@ -297,6 +361,30 @@ mod tests {
         assert!(matches!(
             Classifier::from_toml(twice),
             Err(ApprovalError::DuplicateId(_))
+        ));
+    }
+
+    #[test]
+    fn payloads_are_followed_a_bounded_depth() {
+        let classifier = Classifier::builtin().unwrap();
+        let three = format!("{}rm -rf /", "eval ".repeat(3));
+        assert!(matches!(classifier.classify(&three), Risk::Hardline(_)));
+        // Deeper than the screen follows: still not safe.
+        let twenty = format!("{}rm -rf /", "eval ".repeat(20));
+        assert!(matches!(classifier.classify(&twenty), Risk::Dangerous(_)));
+    }
+
+    #[test]
+    fn quoted_commands_stay_dangerous_where_the_program_may_run_them() {
+        let classifier = Classifier::builtin().unwrap();
+        assert_eq!(classifier.classify("echo 'a; rm -rf /'"), Risk::Safe);
+        assert!(matches!(
+            classifier.classify("mytool 'a; rm -rf /'"),
+            Risk::Dangerous(f) if f.id == "command-in-argument"
+        ));
+        assert!(matches!(
+            classifier.classify("sh -c 'a; rm -rf /'"),
+            Risk::Hardline(f) if f.id == "rm-system-root"
         ));
     }
 

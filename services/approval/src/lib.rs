@@ -9,7 +9,10 @@
 //!   and plugins); the user must approve it even in yolo mode or a sandbox;
 //! * **dangerous** — allowed only after the user approves it (once, for the session, or always).
 //!
-//! The line is also parsed as bash (brush-parser): a command word built at run time
+//! The line is also parsed as bash (brush-parser) and each simple command screened with what
+//! `programs.toml` says of its program: quoted data arguments are masked, abbreviated long options
+//! written out, and the command lines programs run (option values, `-c` payloads, fed scripts,
+//! substitutions) judged as commands. A command word built at run time
 //! (`rm${IFS}-rf /`, `$(echo rm) -rf ~`) is judged as each command it may spell and is at least
 //! dangerous, and a line bash would not parse is at least dangerous.
 //!
@@ -26,7 +29,9 @@ mod error;
 mod normalize;
 mod paths;
 mod policy;
+mod programs;
 mod protected;
+mod screen;
 mod shapes;
 mod syntax;
 mod views;

@@ -1,7 +1,8 @@
 //! Normalisation: the canonical form of a command that the patterns are matched against.
 //!
-//! The goal is to see through cosmetic obfuscation, not to emulate a shell. Stripping quotes makes
-//! some harmless commands look dangerous (`echo "a; rm -rf /"`); that is accepted.
+//! The goal is to see through cosmetic obfuscation, not to emulate a shell. Stripping quotes would
+//! make `echo "a; rm -rf /"` look dangerous; the syntax screen (`screen.rs`) masks such data
+//! arguments before the lists see the line.
 
 use talaria_rules::homoglyph;
 

@@ -1,47 +1,95 @@
-//! The command line as bash parses it (brush-parser), for what patterns on the
-//! flat text cannot see: a command word built at run time (`rm${IFS}-rf /`,
-//! `$(echo rm) -rf ~`, `X=rm; $X -rf ~`) and input bash would not parse.
+//! The command line as bash parses it (brush-parser): every simple command with its words
+//! (their text once unquoted, where in the line they stand, and what a word built at run time may
+//! spell), the text fed to its standard input, and the assignments and command substitutions of
+//! the line. [`crate::screen`] judges what the programs do with them.
 //!
-//! A simple command whose command word is not a literal is spelled out as far
-//! as the line itself says (`$IFS` is a space, a variable assigned a literal
-//! earlier on the line is its value, `$(echo WORDS)` is the words); what stays
-//! unknown is tried as each program of [`STAND_INS`]. The classifier then
-//! judges those spellings with the same lists as any command.
+//! A word built at run time is spelled out as far as the line itself says (`$IFS` is a space, a
+//! variable assigned a literal earlier on the line is its value, `$(echo WORDS)` is the words);
+//! what stays unknown is tried as each program of [`STAND_INS`].
 
 use std::collections::HashMap;
 
 use brush_parser::ast::{
-    Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectTarget,
-    IoRedirect, SimpleCommand,
+    Assignment, AssignmentName, AssignmentValue, Command, CommandPrefixOrSuffixItem,
+    CompoundCommand, CompoundList, IoFileRedirectKind, IoFileRedirectTarget, IoRedirect,
+    SimpleCommand, SubshellCommand, Word,
 };
 use brush_parser::word::{Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
-/// Programs an unknown command word is tried as: those whose arguments decide
-/// whether they are hardline (`… -rf /`, `… of=/dev/sda`, `… -R 777 /`). Not
-/// programs that are hardline whatever follows (`mkfs`): then every unknown
-/// word would be.
-const STAND_INS: &[&str] = &["rm", "dd", "chmod", "chown"];
+/// Programs an unknown command word is tried as: those whose arguments decide whether they are
+/// hardline (`… -rf /`, `… of=/dev/sda`, `… -R 777 /`). Not programs that are hardline whatever
+/// follows (`mkfs`): then every unknown word would be.
+pub(crate) const STAND_INS: &[&str] = &["rm", "dd", "chmod", "chown"];
+
+/// A span of characters in the parsed line: start, end (exclusive).
+pub(crate) type Span = (usize, usize);
 
 /// What the parse of a command line found.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub(crate) struct Parsed {
     /// Bash would not parse it.
     pub unparseable: bool,
-    /// For each simple command whose command word is built at run time, the
-    /// command lines it may stand for.
-    pub dynamic: Vec<Vec<String>>,
+    /// Every simple command, those nested in compound commands and process substitutions too.
+    pub commands: Vec<Simple>,
+    /// `NAME=value` words: standalone, a command's environment, or operands of `export`.
+    pub assignments: Vec<Assigned>,
+    /// The text of every command substitution (`$(…)`, backquotes) in a word of the line.
+    pub substitutions: Vec<String>,
 }
 
-/// Parses `command` and collects what [`Parsed`] lists. A parser that fails
-/// in any way, even by panicking, makes the line unparseable: never a crash.
+/// One simple command.
+#[derive(Debug, Default)]
+pub(crate) struct Simple {
+    /// The command word, then its arguments.
+    pub words: Vec<ArgWord>,
+    /// Here-documents and here-strings: text fed to its standard input.
+    pub fed: Vec<Fed>,
+    /// Process substitutions it reads (`< <(cmd)`) or takes as arguments (`<(cmd)`).
+    pub substituted: Vec<String>,
+    /// What `echo`/`printf` prints into it through a pipe (`echo TEXT | sh`).
+    pub piped: Option<String>,
+}
+
+/// A word of a simple command.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArgWord {
+    /// The word as written.
+    pub raw: String,
+    /// Its text once unquoted, when it has no expansion.
+    pub literal: Option<String>,
+    /// For a word built at run time, what it may spell.
+    pub spellings: Vec<String>,
+    /// Where it stands in the line.
+    pub span: Option<Span>,
+}
+
+/// Text fed to a command's standard input.
+#[derive(Debug)]
+pub(crate) struct Fed {
+    pub text: String,
+    /// Bash expands `$…` and substitutions in it (an unquoted here-document delimiter, or a
+    /// here-string that is not a literal).
+    pub expands: bool,
+    pub span: Option<Span>,
+}
+
+/// A `NAME=value` word.
+#[derive(Debug)]
+pub(crate) struct Assigned {
+    pub name: String,
+    pub value: ArgWord,
+}
+
+/// Parses `command`. A parser that fails in any way, even by panicking, makes the line
+/// unparseable: never a crash.
 pub(crate) fn parse(command: &str) -> Parsed {
     let unparseable = Parsed {
         unparseable: true,
-        dynamic: Vec::new(),
+        ..Parsed::default()
     };
-    // The parser recurses per level: a hostile line nested thousands deep
-    // would overflow the stack (an abort, not a panic), so it is not parsed.
+    // The parser recurses per level: a hostile line nested thousands deep would overflow the
+    // stack (an abort, not a panic), so it is not parsed.
     if nesting(command) > MAX_NESTING {
         return unparseable;
     }
@@ -51,8 +99,8 @@ pub(crate) fn parse(command: &str) -> Parsed {
 /// The deepest nesting parsed; real command lines stay far below it.
 const MAX_NESTING: usize = 64;
 
-/// How deep brackets and backquotes nest in `text` (counted on the raw text,
-/// quotes included: an upper bound of what the parser recurses into).
+/// How deep brackets and backquotes nest in `text` (counted on the raw text, quotes included:
+/// an upper bound of what the parser recurses into).
 fn nesting(text: &str) -> usize {
     let (mut depth, mut deepest, mut backquoted) = (0usize, 0usize, false);
     for c in text.chars() {
@@ -80,11 +128,12 @@ fn parse_unguarded(command: &str) -> Parsed {
     let Ok(program) = parser.parse_program() else {
         return Parsed {
             unparseable: true,
-            dynamic: Vec::new(),
+            ..Parsed::default()
         };
     };
     let mut walk = Walk {
         options,
+        source: command.chars().collect(),
         known: HashMap::new(),
         parsed: Parsed::default(),
     };
@@ -96,6 +145,8 @@ fn parse_unguarded(command: &str) -> Parsed {
 
 struct Walk {
     options: ParserOptions,
+    /// The line, for the text of process substitutions.
+    source: Vec<char>,
     /// Variables assigned a literal earlier on the line.
     known: HashMap<String, String>,
     parsed: Parsed,
@@ -115,8 +166,18 @@ impl Walk {
     }
 
     fn pipeline(&mut self, commands: &[Command]) {
+        let mut printed = None;
         for command in commands {
             self.command(command);
+            let Command::Simple(_) = command else {
+                printed = None;
+                continue;
+            };
+            // A simple command is recorded after what is nested in it: it is the last one.
+            if let Some(simple) = self.parsed.commands.last_mut() {
+                simple.piped = printed.take();
+                printed = printed_text(simple);
+            }
         }
     }
 
@@ -125,8 +186,9 @@ impl Walk {
             Command::Simple(simple) => self.simple(simple),
             Command::Compound(compound, redirects) => {
                 self.compound(compound);
+                let mut ignored = Simple::default();
                 for redirect in redirects.iter().flat_map(|list| &list.0) {
-                    self.redirect(redirect);
+                    self.redirect(redirect, &mut ignored);
                 }
             }
             Command::Function(function) => self.compound(&function.body.0),
@@ -138,9 +200,15 @@ impl Walk {
         match compound {
             CompoundCommand::BraceGroup(group) => self.list(&group.list),
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list),
-            CompoundCommand::ForClause(clause) => self.list(&clause.body.list),
+            CompoundCommand::ForClause(clause) => {
+                for value in clause.values.iter().flatten() {
+                    self.word(value);
+                }
+                self.list(&clause.body.list);
+            }
             CompoundCommand::ArithmeticForClause(clause) => self.list(&clause.body.list),
             CompoundCommand::CaseClause(clause) => {
+                self.word(&clause.value);
                 for case in &clause.cases {
                     if let Some(list) = &case.cmd {
                         self.list(list);
@@ -166,77 +234,208 @@ impl Walk {
         }
     }
 
-    fn redirect(&mut self, redirect: &IoRedirect) {
-        if let IoRedirect::File(_, _, IoFileRedirectTarget::ProcessSubstitution(_, subshell)) =
-            redirect
-        {
-            self.list(&subshell.list);
-        }
-    }
-
-    fn simple(&mut self, simple: &SimpleCommand) {
-        let items = simple
-            .prefix
-            .iter()
-            .flat_map(|prefix| &prefix.0)
-            .chain(simple.suffix.iter().flat_map(|suffix| &suffix.0));
-        let mut arguments = Vec::new();
-        for item in items {
-            match item {
-                CommandPrefixOrSuffixItem::Word(word) => arguments.push(word.value.clone()),
-                CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) => {
-                    self.assign(assignment, simple.word_or_name.is_none());
-                }
-                CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+    fn redirect(&mut self, redirect: &IoRedirect, simple: &mut Simple) {
+        match redirect {
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
+                    if matches!(kind, IoFileRedirectKind::Read) {
+                        simple.substituted.push(self.text_of(subshell));
+                    }
                     self.list(&subshell.list);
                 }
-                CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect),
+                IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
+                    self.word(word);
+                }
+                IoFileRedirectTarget::Fd(_) => {}
+            },
+            IoRedirect::HereDocument(_, document) => {
+                let text = document.doc.value.clone();
+                let span = document.doc.loc.as_ref().map(|loc| {
+                    let start = loc.start.index;
+                    (start, start + text.chars().count())
+                });
+                if document.requires_expansion {
+                    self.substitutions_in(&text);
+                }
+                simple.fed.push(Fed {
+                    text,
+                    expands: document.requires_expansion,
+                    span,
+                });
             }
-        }
-        let Some(word) = &simple.word_or_name else {
-            return;
-        };
-        let Ok(pieces) = brush_parser::word::parse(&word.value, &self.options) else {
-            self.parsed.unparseable = true;
-            return;
-        };
-        if let Some(spellings) = self.spell(&pieces) {
-            let rest = arguments.join(" ");
-            self.parsed.dynamic.push(
-                spellings
-                    .into_iter()
-                    .map(|spelled| format!("{spelled} {rest}").trim().to_owned())
-                    .collect(),
-            );
+            IoRedirect::HereString(_, word) => {
+                let word = self.word(word);
+                simple.fed.push(Fed {
+                    expands: word.literal.is_none(),
+                    text: word.literal.unwrap_or(word.raw),
+                    span: word.span,
+                });
+            }
+            IoRedirect::OutputAndError(word, _) => {
+                self.word(word);
+            }
         }
     }
 
-    /// `NAME=literal` on its own (not a command's environment) is known to
-    /// later commands of the line.
-    fn assign(&mut self, assignment: &brush_parser::ast::Assignment, standalone: bool) {
-        use brush_parser::ast::{AssignmentName, AssignmentValue};
-        let (AssignmentName::VariableName(name), AssignmentValue::Scalar(value)) =
-            (&assignment.name, &assignment.value)
-        else {
+    fn simple(&mut self, command: &SimpleCommand) {
+        let mut simple = Simple::default();
+        let standalone = command.word_or_name.is_none();
+        for item in command.prefix.iter().flat_map(|prefix| &prefix.0) {
+            self.item(item, &mut simple, Some(standalone));
+        }
+        if let Some(word) = &command.word_or_name {
+            let word = self.word(word);
+            simple.words.push(word);
+        }
+        for item in command.suffix.iter().flat_map(|suffix| &suffix.0) {
+            self.item(item, &mut simple, None);
+        }
+        if !simple.words.is_empty() || !simple.fed.is_empty() {
+            self.parsed.commands.push(simple);
+        }
+    }
+
+    /// An item before the command word (`prefix` says whether there is no command word) or
+    /// after it (`None`).
+    fn item(
+        &mut self,
+        item: &CommandPrefixOrSuffixItem,
+        simple: &mut Simple,
+        prefix: Option<bool>,
+    ) {
+        match item {
+            CommandPrefixOrSuffixItem::Word(word) => {
+                let word = self.word(word);
+                simple.words.push(word);
+            }
+            CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
+                self.assign(assignment, prefix == Some(true));
+                // After the command word it is an argument (`ssh -o Key=value`), and an
+                // assignment only for `export` and the like.
+                if prefix.is_none() {
+                    let word = self.word(word);
+                    simple.words.push(word);
+                }
+            }
+            CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+                simple.substituted.push(self.text_of(subshell));
+                self.list(&subshell.list);
+            }
+            CommandPrefixOrSuffixItem::IoRedirect(redirect) => self.redirect(redirect, simple),
+        }
+    }
+
+    /// Records `NAME=value`; on its own (not a command's environment) a literal value is known
+    /// to later commands of the line.
+    fn assign(&mut self, assignment: &Assignment, standalone: bool) {
+        let words: Vec<&Word> = match &assignment.value {
+            AssignmentValue::Scalar(value) => vec![value],
+            AssignmentValue::Array(values) => values.iter().map(|(_, value)| value).collect(),
+        };
+        let values: Vec<ArgWord> = words.into_iter().map(|word| self.word(word)).collect();
+        let AssignmentName::VariableName(name) = &assignment.name else {
             return;
         };
-        let literal = brush_parser::word::parse(&value.value, &self.options)
-            .ok()
-            .and_then(|pieces| literal_text(&pieces));
-        match literal {
-            Some(text) if standalone => {
-                self.known.insert(name.clone(), text);
+        match (&assignment.value, values.first()) {
+            (AssignmentValue::Scalar(_), Some(value)) if standalone && value.literal.is_some() => {
+                self.known
+                    .insert(name.clone(), value.literal.clone().unwrap_or_default());
             }
             _ => {
                 self.known.remove(name);
             }
         }
+        for value in values {
+            self.parsed.assignments.push(Assigned {
+                name: name.clone(),
+                value,
+            });
+        }
     }
 
-    /// `None` for a literal word; else the spellings it may stand for.
-    fn spell(&self, pieces: &[WordPieceWithSource]) -> Option<Vec<String>> {
+    /// A word: its literal text or spellings, its span; its command substitutions are recorded.
+    fn word(&mut self, word: &Word) -> ArgWord {
+        let span = word
+            .loc
+            .as_ref()
+            .map(|loc| (loc.start.index, loc.end.index));
+        let Ok(pieces) = brush_parser::word::parse(&word.value, &self.options) else {
+            self.parsed.unparseable = true;
+            return ArgWord {
+                raw: word.value.clone(),
+                span,
+                ..ArgWord::default()
+            };
+        };
+        self.substitutions_of(&pieces);
+        let literal = literal_text(&pieces);
+        let spellings = if literal.is_some() {
+            Vec::new()
+        } else {
+            self.spell(&pieces)
+        };
+        ArgWord {
+            raw: word.value.clone(),
+            literal,
+            spellings,
+            span,
+        }
+    }
+
+    fn substitutions_of(&mut self, pieces: &[WordPieceWithSource]) {
+        for piece in pieces {
+            match &piece.piece {
+                WordPiece::CommandSubstitution(body)
+                | WordPiece::BackquotedCommandSubstitution(body) => {
+                    self.parsed.substitutions.push(body.clone());
+                }
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => self.substitutions_of(inner),
+                _ => {}
+            }
+        }
+    }
+
+    /// The command substitutions of text bash expands (an unquoted here-document).
+    fn substitutions_in(&mut self, text: &str) {
+        let quoted = format!("\"{}\"", text.replace('"', "\\\""));
+        if let Ok(pieces) = brush_parser::word::parse(&quoted, &self.options) {
+            self.substitutions_of(&pieces);
+        }
+    }
+
+    fn text_of(&self, subshell: &SubshellCommand) -> String {
+        let (start, end) = (subshell.loc.start.index, subshell.loc.end.index);
+        let text: String = self
+            .source
+            .get(start..end)
+            .map(|chars| chars.iter().collect())
+            .unwrap_or_default();
+        // The span may include the substitution's `(` and `)`.
+        text.trim_start_matches(['<', '>'])
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .to_owned()
+    }
+
+    /// The spellings of a word built at run time: what the line says it is, and where a part
+    /// stays unknown, that tried as each stand-in program.
+    fn spell(&self, pieces: &[WordPieceWithSource]) -> Vec<String> {
+        let (spelled, unknown) = self.spell_pieces(pieces);
+        let mut spellings = vec![spelled.clone()];
+        if unknown || spelled.trim().is_empty() {
+            spellings.extend(
+                STAND_INS
+                    .iter()
+                    .map(|program| format!("{program} {spelled}")),
+            );
+        }
+        spellings
+    }
+
+    /// The text the line says `pieces` are, and whether a part of it is unknown.
+    fn spell_pieces(&self, pieces: &[WordPieceWithSource]) -> (String, bool) {
         let mut spelled = String::new();
-        let mut dynamic = false;
         let mut unknown = false;
         for piece in pieces {
             match &piece.piece {
@@ -246,50 +445,24 @@ impl Walk {
                 | WordPiece::EscapeSequence(text) => spelled.push_str(text),
                 WordPiece::TildeExpansion(_) => spelled.push('~'),
                 WordPiece::DoubleQuotedSequence(inner)
-                | WordPiece::GettextDoubleQuotedSequence(inner) => match self.spell(inner) {
-                    None => spelled.push_str(&literal_text(inner).unwrap_or_default()),
-                    Some(mut inner) => {
-                        dynamic = true;
-                        if inner.len() == 1 {
-                            spelled.push_str(&inner.remove(0));
-                        } else {
-                            unknown = true;
-                        }
-                    }
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    let (text, inner_unknown) = self.spell_pieces(inner);
+                    spelled.push_str(&text);
+                    unknown |= inner_unknown;
+                }
+                WordPiece::ParameterExpansion(expr) => match self.parameter_value(expr) {
+                    Some(value) => spelled.push_str(&value),
+                    None => unknown = true,
                 },
-                WordPiece::ParameterExpansion(expr) => {
-                    dynamic = true;
-                    match self.parameter_value(expr) {
-                        Some(value) => spelled.push_str(&value),
-                        None => unknown = true,
-                    }
-                }
                 WordPiece::CommandSubstitution(body)
-                | WordPiece::BackquotedCommandSubstitution(body) => {
-                    dynamic = true;
-                    match echoed(body) {
-                        Some(words) => spelled.push_str(&words),
-                        None => unknown = true,
-                    }
-                }
-                WordPiece::ArithmeticExpression(_) => {
-                    dynamic = true;
-                    unknown = true;
-                }
+                | WordPiece::BackquotedCommandSubstitution(body) => match echoed(body) {
+                    Some(words) => spelled.push_str(&words),
+                    None => unknown = true,
+                },
+                WordPiece::ArithmeticExpression(_) => unknown = true,
             }
         }
-        if !dynamic {
-            return None;
-        }
-        let mut spellings = vec![spelled.clone()];
-        if unknown || spelled.trim().is_empty() {
-            spellings.extend(
-                STAND_INS
-                    .iter()
-                    .map(|program| format!("{program} {spelled}")),
-            );
-        }
-        Some(spellings)
+        (spelled, unknown)
     }
 
     /// What a parameter expansion is, when the line says.
@@ -309,6 +482,20 @@ impl Walk {
     }
 }
 
+/// What an `echo` or `printf` of literal words prints (options left out).
+fn printed_text(simple: &Simple) -> Option<String> {
+    let (program, arguments) = simple.words.split_first()?;
+    if !matches!(program.literal.as_deref()?, "echo" | "printf") {
+        return None;
+    }
+    let words = arguments
+        .iter()
+        .map(|word| word.literal.as_deref())
+        .skip_while(|word| word.is_some_and(|word| word.starts_with('-')))
+        .collect::<Option<Vec<&str>>>()?;
+    Some(words.join(" "))
+}
+
 /// The text of a word with no expansion in it.
 fn literal_text(pieces: &[WordPieceWithSource]) -> Option<String> {
     let mut text = String::new();
@@ -326,8 +513,7 @@ fn literal_text(pieces: &[WordPieceWithSource]) -> Option<String> {
     Some(text)
 }
 
-/// The words `echo WORDS` or `printf WORDS` prints, when that is all the
-/// substitution runs.
+/// The words `echo WORDS` or `printf WORDS` prints, when that is all the substitution runs.
 fn echoed(body: &str) -> Option<String> {
     let mut words = body.split_whitespace();
     let program = words.next()?;
@@ -343,22 +529,30 @@ fn echoed(body: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The spellings of each command word built at run time.
     fn spellings(command: &str) -> Vec<Vec<String>> {
-        parse(command).dynamic
+        parse(command)
+            .commands
+            .iter()
+            .filter_map(|simple| simple.words.first())
+            .filter(|word| word.literal.is_none())
+            .map(|word| word.spellings.clone())
+            .collect()
     }
 
     #[test]
     fn literal_command_words_are_not_dynamic() {
-        assert_eq!(parse("ls -la /tmp && echo \"$HOME\""), Parsed::default());
-        assert_eq!(parse("\"rm\" -rf build"), Parsed::default());
+        assert!(spellings("ls -la /tmp && echo \"$HOME\"").is_empty());
+        assert!(spellings("\"rm\" -rf build").is_empty());
+        assert!(!parse("ls -la /tmp").unparseable);
     }
 
     #[test]
     fn what_the_line_says_is_spelled_out() {
-        assert_eq!(spellings("rm${IFS}-rf /")[0][0], "rm -rf /");
-        assert_eq!(spellings("$(echo rm) -rf ~")[0][0], "rm -rf ~");
-        assert_eq!(spellings("`echo rm` -rf /")[0][0], "rm -rf /");
-        assert_eq!(spellings("X=rm; $X -rf ~")[0][0], "rm -rf ~");
+        assert_eq!(spellings("rm${IFS}-rf /")[0][0], "rm -rf");
+        assert_eq!(spellings("$(echo rm) -rf ~")[0][0], "rm");
+        assert_eq!(spellings("`echo rm` -rf /")[0][0], "rm");
+        assert_eq!(spellings("X=rm; $X -rf ~")[0][0], "rm");
     }
 
     #[test]
@@ -375,6 +569,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn words_keep_their_place_and_unquoted_text() {
+        let parsed = parse("git commit -m \"(rm -rf /) note\"");
+        let words = &parsed.commands[0].words;
+        assert_eq!(words[3].literal.as_deref(), Some("(rm -rf /) note"));
+        assert_eq!(words[3].span, Some((14, 31)));
+    }
+
+    #[test]
+    fn fed_text_substitutions_and_assignments_are_found() {
+        let parsed = parse("python3 <<'PY'\nimport os\nPY\n");
+        assert_eq!(parsed.commands[0].fed[0].text, "import os\n");
+        assert!(!parsed.commands[0].fed[0].expands);
+        let parsed = parse("echo \"$(date)\" `id`; cat <<EOF\n$(whoami)\nEOF\n");
+        assert_eq!(parsed.substitutions, ["date", "id", "whoami"]);
+        let parsed = parse("bash < <(curl -s x)");
+        // Nested commands come first: a command is recorded once its words are walked.
+        assert_eq!(parsed.commands[1].substituted, ["curl -s x"]);
+        let parsed = parse("LESSOPEN='|x %s' less f");
+        assert_eq!(parsed.assignments[0].name, "LESSOPEN");
+        assert_eq!(
+            parsed.assignments[0].value.literal.as_deref(),
+            Some("|x %s")
+        );
     }
 
     #[test]

@@ -282,13 +282,13 @@ const WRAPPERS: &[Wrapper] = &[
 ];
 
 /// Shells (and `su`) whose `-c` argument is a command line.
-const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish", "su", "runuser",
     "script", "flock", "sg",
 ];
 
 /// Shells that run a here-string (`bash <<< "cmd"`) or piped text (`echo cmd | sh`) as a script.
-const SCRIPT_SHELLS: &[&str] = &[
+pub(crate) const SCRIPT_SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "csh", "tcsh", "fish",
 ];
 
@@ -431,6 +431,20 @@ fn unwrap(view: &str) -> Vec<&str> {
     next
 }
 
+/// Where the command run by the wrapper `words[0]` starts (`sudo -u bob rm …` → 3); `None`
+/// when `words[0]` is not a wrapper. Options listed as taking a value are read as taking one.
+pub(crate) fn wrapped_start(words: &[&str]) -> Option<usize> {
+    let first = *words.first()?;
+    let indexed: Vec<(usize, &str)> = words.iter().map(|&word| (0, word)).collect();
+    if first == "command" {
+        // `command -v rm` looks a command up instead of running it.
+        let lookup = words.iter().skip(1).any(|&w| w == "-v");
+        return (!lookup).then(|| skip_options(&indexed, 1, &[]));
+    }
+    let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&first))?;
+    Some(skip_options(&indexed, 1, wrapper.arg_opts) + wrapper.positionals)
+}
+
 /// Index of the first word at or after `i` that is not an option, option argument or assignment.
 fn skip_options(words: &[(usize, &str)], mut i: usize, arg_opts: &[&str]) -> usize {
     while let Some(&(_, w)) = words.get(i) {
@@ -449,7 +463,7 @@ fn skip_options(words: &[(usize, &str)], mut i: usize, arg_opts: &[&str]) -> usi
 }
 
 /// `NAME=value`, as in `FOO=1 cmd` or `env FOO=1 cmd`.
-fn is_assignment(word: &str) -> bool {
+pub(crate) fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         let mut chars = name.chars();
         chars
@@ -460,7 +474,7 @@ fn is_assignment(word: &str) -> bool {
 }
 
 /// A shell's `-c` flag, possibly combined with others (`-lc`, `-xc`), or `--command`.
-fn is_dash_c(word: &str) -> bool {
+pub(crate) fn is_dash_c(word: &str) -> bool {
     word == "--command" || (word.starts_with('-') && !word.starts_with("--") && word.contains('c'))
 }
 

@@ -1,0 +1,241 @@
+//! What the syntax screen knows about programs (`programs.toml`): which run their arguments,
+//! which take only data, which options and variables name a command they run, and which accept
+//! abbreviated long options.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::error::ApprovalError;
+
+const BUILTIN_PROGRAMS: &str = include_str!("../programs.toml");
+
+/// How a program treats its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arguments {
+    /// Runs them (or what it reads) as code: nothing is masked.
+    Runs,
+    /// Only data: quoted text in them is harmless.
+    Data,
+    /// Unknown: it may run them.
+    Unknown,
+}
+
+/// An option whose value is `KEY=VALUE`, where some keys name a command (`git -c core.pager=…`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Keyed {
+    pub option: String,
+    keys: Vec<String>,
+}
+
+impl Keyed {
+    /// Whether `key` (lower case) names a command.
+    pub fn names_command(&self, key: &str) -> bool {
+        self.keys
+            .iter()
+            .any(|listed| match listed.strip_suffix('*') {
+                Some(prefix) => key.starts_with(prefix),
+                None => key == listed,
+            })
+    }
+}
+
+/// Options of one command whose value is a command it runs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Spawn {
+    /// Program and subcommands, space separated (`git rebase`).
+    pub command: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub keyed: Option<Keyed>,
+    /// Every word after the command is the command it runs.
+    #[serde(default)]
+    pub rest: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramFile {
+    runs_arguments: Vec<String>,
+    data_arguments: Vec<String>,
+    interpreters: BTreeMap<String, Vec<String>>,
+    spawns: Vec<Spawn>,
+    spawn_variables: Vec<String>,
+    long_options: HashMap<String, Vec<String>>,
+    global_options_with_values: HashMap<String, Vec<String>>,
+}
+
+/// The program knowledge, indexed for lookups.
+#[derive(Debug)]
+pub(crate) struct Programs {
+    runs: HashSet<String>,
+    data: HashSet<String>,
+    /// Interpreter → its inline-code flag.
+    interpreters: HashMap<String, String>,
+    spawns: Vec<Spawn>,
+    spawn_variables: HashSet<String>,
+    long_options: HashMap<String, Vec<String>>,
+    global_options_with_values: HashMap<String, Vec<String>>,
+}
+
+/// What an abbreviated long option stands for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Expansion<'a> {
+    /// It is a whole option name, or the program takes no abbreviations.
+    AsWritten,
+    /// The one option it abbreviates.
+    Unique(&'a str),
+    /// It fits several options: the program refuses it.
+    Ambiguous,
+}
+
+impl Programs {
+    /// The built-in `programs.toml`, loaded on first use.
+    pub fn builtin() -> Result<&'static Programs, ApprovalError> {
+        static BUILTIN: OnceLock<Result<Programs, String>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| Programs::from_toml(BUILTIN_PROGRAMS).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|message| ApprovalError::Builtin(message.clone()))
+    }
+
+    fn from_toml(text: &str) -> Result<Self, ApprovalError> {
+        let file: ProgramFile = toml::from_str(text)?;
+        let interpreters = file
+            .interpreters
+            .into_iter()
+            .flat_map(|(flag, names)| names.into_iter().map(move |name| (name, flag.clone())))
+            .collect();
+        Ok(Self {
+            runs: file.runs_arguments.into_iter().collect(),
+            data: file.data_arguments.into_iter().collect(),
+            interpreters,
+            spawns: file.spawns,
+            spawn_variables: file.spawn_variables.into_iter().collect(),
+            long_options: file.long_options,
+            global_options_with_values: file.global_options_with_values,
+        })
+    }
+
+    /// How `program` (lower case, no directory) treats its arguments.
+    pub fn arguments(&self, program: &str) -> Arguments {
+        if self.runs.contains(program) || self.interpreter_flag(program).is_some() {
+            Arguments::Runs
+        } else if self.data.contains(program) {
+            Arguments::Data
+        } else {
+            Arguments::Unknown
+        }
+    }
+
+    /// The inline-code flag of an interpreter (`python3` → `-c`); versioned names such as
+    /// `python3.12` count as their family.
+    pub fn interpreter_flag(&self, program: &str) -> Option<&str> {
+        let family = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        self.interpreters
+            .get(program)
+            .or_else(|| self.interpreters.get(family))
+            .map(String::as_str)
+    }
+
+    /// Whether `name` is a variable whose value is a command.
+    pub fn spawn_variable(&self, name: &str) -> bool {
+        self.spawn_variables.contains(name)
+    }
+
+    /// The spawn rules of a command (program and its subcommands, e.g. `["git", "rebase"]`):
+    /// every rule whose command is a prefix of it, with the number of words the rule names.
+    pub fn spawns<'a>(
+        &'a self,
+        command: &'a [&'a str],
+    ) -> impl Iterator<Item = (&'a Spawn, usize)> {
+        self.spawns.iter().filter_map(move |spawn| {
+            let words: Vec<&str> = spawn.command.split(' ').collect();
+            (command.len() >= words.len() && command[..words.len()] == words[..])
+                .then_some((spawn, words.len()))
+        })
+    }
+
+    /// Global options of `program` that take a value.
+    pub fn global_options_with_values(&self, program: &str) -> &[String] {
+        self.global_options_with_values
+            .get(program)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// What the long option `name` (`--har`, lower case, without `=value`) stands for in
+    /// `command` (`git reset`, or the program alone).
+    pub fn expand_long_option<'a>(&'a self, command: &str, name: &str) -> Expansion<'a> {
+        let Some(options) = self.long_options.get(command) else {
+            return Expansion::AsWritten;
+        };
+        if options.iter().any(|option| option == name) {
+            return Expansion::AsWritten;
+        }
+        let mut fits = options.iter().filter(|option| option.starts_with(name));
+        match (fits.next(), fits.next()) {
+            (Some(only), None) => Expansion::Unique(only),
+            (Some(_), Some(_)) => Expansion::Ambiguous,
+            (None, _) => Expansion::AsWritten,
+        }
+    }
+
+    /// Whether `command` has a long-option table.
+    pub fn has_long_options(&self, command: &str) -> bool {
+        self.long_options.contains_key(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_programs_load() {
+        let programs = Programs::builtin();
+        assert!(programs.is_ok(), "{:?}", programs.err());
+    }
+
+    #[test]
+    fn long_options_expand_as_the_program_would() {
+        let programs = Programs::builtin().unwrap();
+        assert_eq!(
+            programs.expand_long_option("git reset", "--har"),
+            Expansion::Unique("--hard")
+        );
+        assert_eq!(
+            programs.expand_long_option("git push", "--forc"),
+            Expansion::Ambiguous
+        );
+        assert_eq!(
+            programs.expand_long_option("git push", "--force-w"),
+            Expansion::Unique("--force-with-lease")
+        );
+        assert_eq!(
+            programs.expand_long_option("git push", "--force"),
+            Expansion::AsWritten
+        );
+        assert_eq!(
+            programs.expand_long_option("rm", "--recur"),
+            Expansion::Unique("--recursive")
+        );
+        assert_eq!(
+            programs.expand_long_option("ls", "--recur"),
+            Expansion::AsWritten
+        );
+    }
+
+    #[test]
+    fn programs_are_sorted_by_what_they_do_with_arguments() {
+        let programs = Programs::builtin().unwrap();
+        assert_eq!(programs.arguments("bash"), Arguments::Runs);
+        assert_eq!(programs.arguments("python3.12"), Arguments::Runs);
+        assert_eq!(programs.interpreter_flag("python3.12"), Some("-c"));
+        assert_eq!(programs.arguments("echo"), Arguments::Data);
+        assert_eq!(programs.arguments("mytool"), Arguments::Unknown);
+    }
+}
