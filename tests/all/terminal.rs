@@ -87,6 +87,27 @@ fn hardline_commands_never_run_even_with_yolo() {
 }
 
 #[test]
+fn commands_inside_options_are_screened_and_quoted_text_is_not() {
+    let home = Home::new();
+    let work = home.workdir();
+    std::fs::create_dir(work.path().join("build")).unwrap();
+    // The pager git would start is a recursive delete: dangerous, so refused with nobody to ask.
+    // The quoted "(reboot)" is only text for echo: it runs.
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([terminal("git -c core.pager='rm -rf build' log")]),
+        Step::tool_calls([terminal("echo \"(reboot) later\" > said.txt")]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    assert_code(&query(&home, work.path(), &server, &[]), 0);
+    let denied = &results(&server, 1)[0];
+    assert!(denied.contains("denied"), "{denied}");
+    assert!(work.path().join("build").is_dir(), "nothing was deleted");
+    let said = std::fs::read_to_string(work.path().join("said.txt")).unwrap();
+    assert_eq!(said, "(reboot) later\n");
+}
+
+#[test]
 fn background_processes_are_polled_waited_for_and_listed() {
     let home = Home::new();
     let work = home.workdir();
