@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use crate::scan::{Scanner, Threat};
+use crate::scan::{Scanner, Scope, Threat};
 
 /// The files read, in prompt order. CLAUDE.md and .hermes.md are read for compatibility with
 /// projects set up for those agents.
@@ -55,7 +55,7 @@ pub fn load_context_files(cwd: &Path) -> Vec<ContextFile> {
             }
         };
         let file = match &scanner {
-            Ok(scanner) => match scanner.scan(&text) {
+            Ok(scanner) => match scanner.scan_in(&text, Scope::Document) {
                 None => ContextFile {
                     name: name.to_owned(),
                     text,

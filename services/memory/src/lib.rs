@@ -30,7 +30,7 @@ pub use context_files::{
 pub use error::{MemoryError, ScanError};
 pub use normalize::normalize;
 pub use provider::wrap_provider_context;
-pub use scan::{Category, Scanner, Threat};
+pub use scan::{Category, Scanner, Scope, Threat};
 pub use snapshot::{BlockedEntry, MemorySnapshot};
 pub use store::{MEMORY_CHAR_LIMIT, MemoryStore, Target, USER_CHAR_LIMIT, Usage, WriteOutcome};
 pub use tool::{MEMORY_TOOL_DESCRIPTION, MEMORY_TOOL_NAME, handle_memory_call, memory_tool_schema};

@@ -45,11 +45,16 @@ pub enum Category {
     HiddenHtml,
     /// Characters that render as nothing (zero-width, bidi overrides, tag characters).
     InvisibleUnicode,
+    /// A secret written out in the text (`api_key="sk-…"`): never worth remembering.
+    Credential,
+    /// Text that makes agents spread or report in: beacon to a command-and-control server,
+    /// register as a node, copy the instruction into other files or agents.
+    Promptware,
 }
 
 impl Category {
     /// Every category, in declaration order.
-    pub const ALL: [Category; 7] = [
+    pub const ALL: [Category; 9] = [
         Category::PromptInjection,
         Category::RoleHijack,
         Category::Deception,
@@ -57,6 +62,8 @@ impl Category {
         Category::Persistence,
         Category::HiddenHtml,
         Category::InvisibleUnicode,
+        Category::Credential,
+        Category::Promptware,
     ];
 
     /// The snake_case name used in `threats.toml` and in reports.
@@ -69,6 +76,8 @@ impl Category {
             Category::Persistence => "persistence",
             Category::HiddenHtml => "hidden_html",
             Category::InvisibleUnicode => "invisible_unicode",
+            Category::Credential => "credential",
+            Category::Promptware => "promptware",
         }
     }
 }
@@ -114,6 +123,28 @@ enum Stage {
     Normalized,
 }
 
+/// Which texts a rule applies to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Applies {
+    /// Every text: memory, context files, skills.
+    #[default]
+    Everywhere,
+    /// Memory only: a project document may describe a cron job or an SSH key; a memory entry
+    /// that does so is a backdoor or a leak.
+    Memory,
+}
+
+/// What is being scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A memory entry (written, or read into the snapshot): every rule.
+    Memory,
+    /// A document that enters the prompt (context files, skills): the rules marked
+    /// `applies = "memory"` are skipped.
+    Document,
+}
+
 /// Scans text for prompt injection, exfiltration, backdoors, hidden HTML and invisible Unicode.
 /// A rule's regexes are compiled the first time a text contains a literal they require.
 #[derive(Debug)]
@@ -129,6 +160,7 @@ struct Rule {
     category: Category,
     description: String,
     stage: Stage,
+    applies: Applies,
     /// This and the following are indices into the scanner's patterns.
     pattern: usize,
     /// Must all match the same text as well.
@@ -159,6 +191,8 @@ struct RuleData {
     allow: Vec<String>,
     #[serde(default)]
     stage: Stage,
+    #[serde(default)]
+    applies: Applies,
 }
 
 impl Scanner {
@@ -207,30 +241,44 @@ impl Scanner {
             .map_err(|(id, source)| ScanError::BadPattern { id, source })
     }
 
-    /// The first rule that matches `text`: rules on the original text (invisible characters)
-    /// first, then rules on the normalised text, each in file order.
+    /// The first rule that matches the memory entry `text`: rules on the original text
+    /// (invisible characters) first, then rules on the normalised text, each in file order.
     pub fn scan(&self, text: &str) -> Option<Threat> {
-        self.matches(text).next()
+        self.matches(text, Scope::Memory).next()
     }
 
-    /// Every rule that matches `text` (each rule at most once), in the order [`Scanner::scan`]
-    /// tries them.
+    /// Every rule that matches the memory entry `text` (each rule at most once), in the order
+    /// [`Scanner::scan`] tries them.
     pub fn scan_all(&self, text: &str) -> Vec<Threat> {
-        self.matches(text).collect()
+        self.matches(text, Scope::Memory).collect()
+    }
+
+    /// Like [`Scanner::scan`], for text of the given scope.
+    pub fn scan_in(&self, text: &str, scope: Scope) -> Option<Threat> {
+        self.matches(text, scope).next()
+    }
+
+    /// Like [`Scanner::scan_all`], for text of the given scope.
+    pub fn scan_all_in(&self, text: &str, scope: Scope) -> Vec<Threat> {
+        self.matches(text, scope).collect()
     }
 
     /// The rules matching `text`, lazily, in [`Scanner::scan`]'s order.
-    fn matches<'a>(&'a self, text: &'a str) -> impl Iterator<Item = Threat> + 'a {
+    fn matches<'a>(&'a self, text: &'a str, scope: Scope) -> impl Iterator<Item = Threat> + 'a {
+        let applies =
+            move |rule: &&Rule| scope == Scope::Memory || rule.applies == Applies::Everywhere;
         let raw_screen = self.patterns.screen(text);
         let raw = self
             .raw
             .iter()
+            .filter(applies)
             .filter_map(move |rule| rule.find(&self.patterns, &raw_screen, text));
         let normalized = std::iter::once_with(move || {
             let normalised = normalize(text);
             let screen = self.patterns.screen(&normalised);
             self.normalized
                 .iter()
+                .filter(applies)
                 .filter_map(|rule| rule.find(&self.patterns, &screen, &normalised))
                 .collect::<Vec<_>>()
         })
@@ -271,6 +319,7 @@ impl Rule {
             category: data.category,
             description: data.description,
             stage: data.stage,
+            applies: data.applies,
             pattern,
             also,
             allow,

@@ -22,7 +22,7 @@ pub type ScanFn = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 /// The threat scanner as the skill tools use it: `Err` names the rule.
 pub fn threat_scan() -> ScanFn {
     Arc::new(|text: &str| match talaria_memory::Scanner::builtin() {
-        Ok(scanner) => match scanner.scan(text) {
+        Ok(scanner) => match scanner.scan_in(text, talaria_memory::Scope::Document) {
             Some(threat) => Err(format!(
                 "blocked: the text trips rule '{}' ({}): {}",
                 threat.rule_id,

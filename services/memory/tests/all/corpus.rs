@@ -5,10 +5,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use talaria_memory::normalize;
-use talaria_memory::scan::{Category, Scanner};
+use talaria_memory::scan::{Category, Scanner, Scope};
 
 /// Each corpus file must keep at least this many entries.
 const MIN_ENTRIES: usize = 100;
+
+/// Benign notes the scanner must keep: at least this many.
+const MIN_BENIGN: usize = 200;
 
 /// `threats.txt` must keep at least this many Chinese entries.
 const MIN_CHINESE_THREATS: usize = 35;
@@ -141,8 +144,8 @@ fn threats_are_flagged_with_their_category() {
 fn benign_text_is_not_flagged() {
     let entries = load("benign.txt");
     assert!(
-        entries.len() >= MIN_ENTRIES,
-        "benign.txt has {} entries, needs at least {MIN_ENTRIES}",
+        entries.len() >= MIN_BENIGN,
+        "benign.txt has {} entries, needs at least {MIN_BENIGN}",
         entries.len()
     );
     assert!(
@@ -171,6 +174,62 @@ fn benign_text_is_not_flagged() {
         failures.len(),
         entries.len(),
         failures.join("\n")
+    );
+}
+
+#[test]
+fn documents_may_describe_what_memory_must_not_hold() {
+    let entries = load("documents.txt");
+    assert!(
+        entries.len() >= 10,
+        "documents.txt has {} entries",
+        entries.len()
+    );
+    let failures: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let in_document = scanner().scan_all_in(&entry.text, Scope::Document);
+            let in_memory = scanner().scan_all(&entry.text);
+            (!in_document.is_empty() || in_memory.is_empty()).then(|| {
+                let ids = |found: &[talaria_memory::Threat]| -> Vec<String> {
+                    found.iter().map(|t| t.rule_id.clone()).collect()
+                };
+                format!(
+                    "documents.txt:{}: {:?}\n    as a document: {:?}\n    as memory: {:?}",
+                    entry.line,
+                    entry.raw,
+                    ids(&in_document),
+                    ids(&in_memory)
+                )
+            })
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} documents misjudged (must pass as a document, be flagged as memory):\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn attacks_other_than_persistence_and_credentials_are_flagged_in_documents_too() {
+    let memory_only = [Category::Persistence, Category::Credential];
+    let missed: Vec<String> = load("threats.txt")
+        .iter()
+        .filter(|entry| entry.section.is_some_and(|c| !memory_only.contains(&c)))
+        .filter(|entry| {
+            scanner()
+                .scan_all_in(&entry.text, Scope::Document)
+                .is_empty()
+        })
+        .map(|entry| format!("threats.txt:{}: {:?}", entry.line, entry.raw))
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "not flagged as documents:\n{}",
+        missed.join("\n")
     );
 }
 
