@@ -108,6 +108,37 @@ fn commands_inside_options_are_screened_and_quoted_text_is_not() {
 }
 
 #[test]
+fn keys_in_command_output_reach_the_model_redacted_and_are_never_written_back() {
+    let home = Home::new();
+    let work = home.workdir();
+    // A key in OpenAI's project format (not a real one).
+    let key = "sk-proj-T4lariaTestKeyNotRealAbCdEfGhIjKlMnOpQr";
+    let env_file = format!("OPENAI_API_KEY={key}\nDEBUG=1\n");
+    std::fs::write(work.path().join(".env"), &env_file).unwrap();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([terminal("cat .env")]),
+        Step::tool_calls([terminal("echo 'OPENAI_API_KEY=sk-pro…[REDACTED]' > .env")]),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    assert_code(&query(&home, work.path(), &server, &["--yolo"]), 0);
+    let shown = &results(&server, 1)[0];
+    assert!(!shown.contains(key), "the model saw the key: {shown}");
+    assert!(
+        shown.contains("OPENAI_API_KEY=sk-pro…[REDACTED]"),
+        "{shown}"
+    );
+    assert!(shown.contains("DEBUG=1"), "{shown}");
+    let refused = results(&server, 2).pop().unwrap();
+    assert!(refused.contains("redaction marker"), "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join(".env")).unwrap(),
+        env_file,
+        "the file on disk is untouched"
+    );
+}
+
+#[test]
 fn background_processes_are_polled_waited_for_and_listed() {
     let home = Home::new();
     let work = home.workdir();

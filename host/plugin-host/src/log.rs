@@ -159,7 +159,8 @@ impl PluginLog {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records a line (split on newlines, each cut to [`MAX_LINE_BYTES`]).
+    /// Records a line (split on newlines, each cut to [`MAX_LINE_BYTES`], keys and passwords
+    /// replaced by a marker: a log never needs them).
     pub fn push(&self, level: LogLevel, source: LogSource, message: &str) {
         let mut inner = self.lock();
         for line in message.lines() {
@@ -170,7 +171,7 @@ impl PluginLog {
                 time: SystemTime::now(),
                 level,
                 source,
-                message: truncate(line, MAX_LINE_BYTES).to_owned(),
+                message: talaria_redact::redact(truncate(line, MAX_LINE_BYTES)).into_owned(),
             };
             if let Some((plugin, file)) = &self.file
                 && level >= LogLevel::Info
@@ -326,6 +327,18 @@ mod tests {
         assert!(lines[0].ends_with(" warn fs [host] first"), "{text}");
         assert!(lines[1].ends_with(" warn fs [host] second"), "{text}");
         assert_eq!(log.lines().len(), 3, "memory keeps every level");
+    }
+
+    #[test]
+    fn secrets_never_reach_the_log() {
+        let log = PluginLog::default();
+        log.push(
+            LogLevel::Info,
+            LogSource::Plugin,
+            "calling with Authorization: Bearer abcdefghijklmnop1234",
+        );
+        assert!(!log.contains("abcdefghijklmnop1234"));
+        assert!(log.contains("[REDACTED]"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use talaria_kernel::{
 
 use talaria_approval::Approver;
 use talaria_plugin_host::ExecServices;
-use talaria_profile::config::{ApprovalMode, NetworkConfig, ToolsConfig};
+use talaria_profile::config::{ApprovalMode, ConfigFile, NetworkConfig};
 use talaria_profile::home::ProfileHome;
 use talaria_profile::settings::{ModelSettings, Settings};
 use talaria_providers::ProviderConfig;
@@ -155,7 +155,7 @@ impl Agent {
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
         }
-        let options = dispatch_options(&settings.config.tools, surface, home, cwd);
+        let options = dispatch_options(&settings.config, surface, home, cwd);
         let (tools, dispatch_notices) = Dispatcher::new(sources.clone(), options.clone());
         notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
@@ -429,11 +429,12 @@ fn frozen_prompt(
 
 /// The tool layer's settings for a session on `surface` in `cwd`.
 fn dispatch_options(
-    config: &ToolsConfig,
+    settings: &ConfigFile,
     surface: Surface,
     home: &ProfileHome,
     cwd: &Path,
 ) -> DispatchOptions {
+    let config = &settings.tools;
     let mut toolsets = Toolsets::default();
     for (name, def) in &config.toolsets {
         toolsets.define(
@@ -459,6 +460,7 @@ fn dispatch_options(
         },
         spill_root: home.sessions_dir(),
         schemas: config.schemas,
+        redact_secrets: settings.security.redact_secrets,
     }
 }
 

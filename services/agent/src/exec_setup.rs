@@ -18,11 +18,14 @@ use crate::agent::BuildError;
 /// read-protected secrets).
 fn backend(config: &TerminalConfig, hidden: &[PathBuf]) -> Result<Arc<dyn Backend>, BuildError> {
     Ok(match config.backend {
-        BackendKind::Local => Arc::new(LocalBackend::new()),
+        BackendKind::Local => {
+            Arc::new(LocalBackend::new().with_passthrough(config.env_passthrough.clone()))
+        }
         BackendKind::Bwrap => Arc::new(
             BwrapBackend::new(config.network)
                 .map_err(|e| BuildError(format!("terminal.backend bwrap: {e}")))?
-                .with_hidden(hidden.iter().cloned()),
+                .with_hidden(hidden.iter().cloned())
+                .with_passthrough(config.env_passthrough.clone()),
         ),
         BackendKind::Ssh => {
             let Some(target) = &config.ssh else {
@@ -123,6 +126,7 @@ mod tests {
             backend: BackendKind::Ssh,
             network: true,
             ssh: None,
+            ..TerminalConfig::default()
         };
         let err = backend(&ssh, &[]).err().unwrap();
         assert!(err.0.contains("terminal.ssh"), "{err}");

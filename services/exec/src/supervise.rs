@@ -197,7 +197,7 @@ mod tests {
         let (mut child, group, first) = std::thread::spawn(move || {
             let (mut child, group) = {
                 let _context = handle.enter();
-                spawn(&LocalBackend, &request, false).unwrap()
+                spawn(&LocalBackend::new(), &request, false).unwrap()
             };
             // Armed while this thread still lives; then the thread ends.
             let mut stdout = child.stdout.take().unwrap();

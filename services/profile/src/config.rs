@@ -207,6 +207,10 @@ pub struct TerminalConfig {
     /// ssh: the target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssh: Option<SshTargetConfig>,
+    /// Secret-named variables (`*_API_KEY`, `*_TOKEN` …) passed to commands anyway; all others
+    /// are kept out of every child process.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_passthrough: Vec<String>,
 }
 
 impl Default for TerminalConfig {
@@ -215,6 +219,24 @@ impl Default for TerminalConfig {
             backend: BackendKind::Local,
             network: true,
             ssh: None,
+            env_passthrough: Vec::new(),
+        }
+    }
+}
+
+/// What the model may read (`security`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Replace keys, tokens and passwords in tool results, spill files and session exports with
+    /// a marker (`sk-pro…[REDACTED]`); files on disk are never changed.
+    pub redact_secrets: bool,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            redact_secrets: true,
         }
     }
 }
@@ -351,6 +373,9 @@ pub struct ConfigFile {
     /// How the terminal shows things.
     #[serde(skip_serializing_if = "is_default")]
     pub display: DisplayConfig,
+    /// Secret redaction.
+    #[serde(skip_serializing_if = "is_default")]
+    pub security: SecurityConfig,
 }
 
 /// Sections left at their defaults are not written, so a later release's

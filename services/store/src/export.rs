@@ -11,19 +11,39 @@ impl SessionDb {
     /// Writes the session as JSON lines: one [`ExportLine::Session`] header,
     /// then one [`ExportLine::Message`] per message, in order. Header and
     /// messages come from one snapshot, so they agree even while a writer
-    /// is appending.
-    pub fn export_jsonl(&self, session_id: &str, mut out: impl Write) -> Result<()> {
+    /// is appending. With `redact`, keys and passwords in message text,
+    /// reasoning and tool-call arguments are replaced by a marker.
+    pub fn export_jsonl(&self, session_id: &str, mut out: impl Write, redact: bool) -> Result<()> {
         let (session, messages) = self.read(|tx| {
             let session = session_row(tx, session_id)?
                 .ok_or_else(|| StoreError::NotFound(session_id.to_owned()))?;
             Ok((session, stored_messages(tx, session_id)?))
         })?;
         write_line(&mut out, &ExportLine::Session(session))?;
-        for message in messages {
+        for mut message in messages {
+            if redact {
+                redact_message(&mut message.message);
+            }
             write_line(&mut out, &ExportLine::Message(message))?;
         }
         out.flush()?;
         Ok(())
+    }
+}
+
+/// Replaces the secrets in a message's text, reasoning and tool-call arguments.
+fn redact_message(message: &mut talaria_kernel::Message) {
+    let clean = |text: &mut String| {
+        if let std::borrow::Cow::Owned(redacted) = talaria_redact::redact(text) {
+            *text = redacted;
+        }
+    };
+    clean(&mut message.content);
+    if let Some(reasoning) = &mut message.reasoning {
+        clean(reasoning);
+    }
+    for call in &mut message.tool_calls {
+        clean(&mut call.arguments);
     }
 }
 

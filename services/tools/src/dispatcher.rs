@@ -2,6 +2,7 @@
 //! listed, calls run as the scheduler plans them, results come back in call
 //! order and within budget.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,9 @@ pub struct DispatchOptions {
     pub spill_root: PathBuf,
     /// Full schemas, or a compact index with `tool_schema`.
     pub schemas: SchemaMode,
+    /// Redact secrets in results (before they are spilled, stored or shown to the model), and
+    /// refuse calls of tools that change things whose arguments hold a redaction marker.
+    pub redact_secrets: bool,
 }
 
 struct Routed {
@@ -52,6 +56,7 @@ pub struct Dispatcher {
     cwd: PathBuf,
     budget: ResultBudget,
     spill_root: PathBuf,
+    redact_secrets: bool,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -115,6 +120,7 @@ impl Dispatcher {
                 cwd,
                 budget: options.budget,
                 spill_root: options.spill_root,
+                redact_secrets: options.redact_secrets,
             },
             notices,
         )
@@ -147,6 +153,9 @@ impl Dispatcher {
         cancel: &CancellationToken,
     ) -> ToolResult {
         let lazy = !self.full_specs.is_empty();
+        if let Some(why) = self.writes_a_marker(call) {
+            return ToolResult::error(&call.call, why);
+        }
         match self.tools.get(&call.call.name) {
             Some(_) if lazy && let Err(why) = lazy::check(&call.call, &self.full_specs) => {
                 ToolResult::error(&call.call, why)
@@ -163,6 +172,24 @@ impl Dispatcher {
                 format!("tool '{}' is not available here", call.call.name),
             ),
         }
+    }
+
+    /// Why a call must not run: it would write a redaction marker (a secret the model never saw)
+    /// with a tool that changes things, e.g. back into the `.env` it came from.
+    fn writes_a_marker(&self, call: &ValidatedCall) -> Option<String> {
+        let routed = self.tools.get(&call.call.name)?;
+        let arguments = call.arguments.to_string();
+        (self.redact_secrets
+            && !routed.entry.flags.read_only
+            && talaria_redact::contains_marker(&arguments))
+        .then(|| {
+            format!(
+                "refused: the arguments hold a redaction marker ({}), which stands for a secret \
+                 you were not shown; writing it would replace the secret. Leave the secret's \
+                 line untouched (edit around it) or ask the user to change it.",
+                talaria_redact::MARKER
+            )
+        })
     }
 
     /// The directory spilled results of `session_id` go to.
@@ -224,6 +251,13 @@ impl ToolDispatcher for Dispatcher {
                 }
             });
             results.extend(futures_util::future::join_all(runs).await);
+        }
+        if self.redact_secrets {
+            for result in &mut results {
+                if let Cow::Owned(redacted) = talaria_redact::redact(&result.content) {
+                    result.content = redacted;
+                }
+            }
         }
         self.budget
             .apply(&mut results, &self.spill_dir(&context.session_id));

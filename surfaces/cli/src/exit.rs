@@ -30,14 +30,19 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// Reports a usage or configuration error on stderr.
+/// Reports a usage or configuration error on stderr (keys and passwords in it redacted).
 pub fn usage_error(message: &str) -> Status {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", talaria_redact::redact(message));
     Status::Usage
 }
 
-/// A one-paragraph explanation of a failed run, with what to do about it.
+/// A one-paragraph explanation of a failed run, with what to do about it; a provider's error
+/// that quotes a key shows it redacted.
 pub fn explain(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> String {
+    talaria_redact::redact(&describe(error, primary, home)).into_owned()
+}
+
+fn describe(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> String {
     let LoopError::Model {
         model,
         error: cause,

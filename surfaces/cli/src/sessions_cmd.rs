@@ -126,15 +126,18 @@ pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
                 Ok(id) => id,
                 Err(status) => return status,
             };
+            // An unreadable config still exports, redacted (the default).
+            let redact = talaria_profile::load_profile(home)
+                .map_or(true, |(_, config)| config.security.redact_secrets);
             let result = match &output {
                 Some(path) => std::fs::File::create(path)
                     .map_err(|e| format!("{}: {e}", path.display()))
                     .and_then(|file| {
-                        db.export_jsonl(&id, std::io::BufWriter::new(file))
+                        db.export_jsonl(&id, std::io::BufWriter::new(file), redact)
                             .map_err(|e| e.to_string())
                     }),
                 None => db
-                    .export_jsonl(&id, std::io::stdout().lock())
+                    .export_jsonl(&id, std::io::stdout().lock(), redact)
                     .map_err(|e| e.to_string()),
             };
             match result {

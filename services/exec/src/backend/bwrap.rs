@@ -22,6 +22,9 @@ pub struct BwrapBackend {
     /// key): an existing file shows as an empty one, an existing directory
     /// as an empty read-only one; missing paths are skipped.
     pub hidden: Vec<PathBuf>,
+    /// Host variables passed in besides [`PASSED_ENV`](crate::PASSED_ENV)
+    /// (`terminal.env_passthrough`).
+    pub passthrough: Vec<String>,
 }
 
 impl BwrapBackend {
@@ -38,7 +41,14 @@ impl BwrapBackend {
             network,
             bwrap,
             hidden: Vec::new(),
+            passthrough: Vec::new(),
         })
+    }
+
+    /// Also passes the host's values of `names` to commands.
+    pub fn with_passthrough(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.passthrough.extend(names);
+        self
     }
 
     /// Also hides `paths` from the sandbox (see [`hidden`](Self::hidden)).
@@ -121,7 +131,8 @@ impl Backend for BwrapBackend {
             "--",
         ]);
         command.arg(&request.program).args(&request.args);
-        scrub_env(&mut command, &[], &request.env);
+        let passed: Vec<&str> = self.passthrough.iter().map(String::as_str).collect();
+        scrub_env(&mut command, &passed, &request.env);
         Ok(command)
     }
 }
@@ -152,6 +163,7 @@ mod tests {
             network: false,
             bwrap: "/usr/bin/bwrap".into(),
             hidden: vec![key.clone(), dir.clone(), host.join("missing"), link],
+            passthrough: Vec::new(),
         };
         let request = ExecRequest::new("sh", vec![], &work);
         let args = args(&backend.command(&request).unwrap());
@@ -172,6 +184,7 @@ mod tests {
             network: false,
             bwrap: "/usr/bin/bwrap".into(),
             hidden: Vec::new(),
+            passthrough: Vec::new(),
         };
         let request = ExecRequest::new("sh", vec![], work.path());
         let args = args(&backend.command(&request).unwrap());

@@ -11,13 +11,23 @@ use crate::{ExecError, ExecRequest};
 /// [`enable_supervisor`](crate::enable_supervisor) was called, each command
 /// runs under the supervisor, which kills it (and its process group) when
 /// this process dies.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LocalBackend;
+#[derive(Debug, Clone, Default)]
+pub struct LocalBackend {
+    /// Host variables passed to commands besides [`PASSED_ENV`](crate::PASSED_ENV)
+    /// (`terminal.env_passthrough`).
+    passthrough: Vec<String>,
+}
 
 impl LocalBackend {
     /// The local backend.
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// Also passes the host's values of `names` to commands.
+    pub fn with_passthrough(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.passthrough.extend(names);
+        self
     }
 }
 
@@ -37,7 +47,8 @@ impl Backend for LocalBackend {
         // Under the supervisor, its environment is the scrubbed one below, which the command inherits.
         let mut command = local_command(&request.program, &request.args);
         command.current_dir(&request.cwd);
-        scrub_env(&mut command, &[], &request.env);
+        let passed: Vec<&str> = self.passthrough.iter().map(String::as_str).collect();
+        scrub_env(&mut command, &passed, &request.env);
         Ok(command)
     }
 }

@@ -64,7 +64,7 @@ impl Backend for PretendSandbox {
         true
     }
     fn command(&self, request: &ExecRequest) -> Result<Command, ExecError> {
-        LocalBackend.command(request)
+        LocalBackend::new().command(request)
     }
 }
 
@@ -108,7 +108,7 @@ fn workdir() -> tempfile::TempDir {
 async fn dangerous_command_denied_by_deny_all() {
     let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
     let gate = GatedExecutor::new(
-        Arc::new(LocalBackend),
+        Arc::new(LocalBackend::new()),
         Arc::new(policy(&profile)),
         Arc::new(DenyAll),
     );
@@ -132,7 +132,7 @@ async fn safe_command_runs_without_asking() {
     let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
     let approver = Fake::new(Decision::Deny);
     let gate = GatedExecutor::new(
-        Arc::new(LocalBackend),
+        Arc::new(LocalBackend::new()),
         Arc::new(policy(&profile)),
         approver.clone(),
     );
@@ -154,7 +154,7 @@ async fn approved_dangerous_command_runs_and_the_user_saw_it() {
     let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
     let approver = Fake::new(Decision::Once);
     let gate = GatedExecutor::new(
-        Arc::new(LocalBackend),
+        Arc::new(LocalBackend::new()),
         Arc::new(policy(&profile)),
         approver.clone(),
     );
@@ -229,7 +229,7 @@ async fn cancel_while_waiting_for_the_user() {
     let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
     let approver = Arc::new(Silent(Notify::new()));
     let gate = GatedExecutor::new(
-        Arc::new(LocalBackend),
+        Arc::new(LocalBackend::new()),
         Arc::new(policy(&profile)),
         approver.clone(),
     );
@@ -379,7 +379,7 @@ async fn a_directory_outside_the_workspace_is_shown_and_approved_per_directory()
 async fn stdin_for_a_shell_is_screened_with_the_command() {
     let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
     let gate = GatedExecutor::new(
-        Arc::new(LocalBackend),
+        Arc::new(LocalBackend::new()),
         Arc::new(policy(&profile)),
         Arc::new(DenyAll),
     );
@@ -429,7 +429,11 @@ async fn protected_paths_are_resolved_against_the_commands_directory() {
         .unwrap()
         .with_protected(paths, &context)
         .with_yolo(true);
-    let gate = GatedExecutor::new(Arc::new(LocalBackend), Arc::new(policy), Arc::new(DenyAll));
+    let gate = GatedExecutor::new(
+        Arc::new(LocalBackend::new()),
+        Arc::new(policy),
+        Arc::new(DenyAll),
+    );
     let script = "sed -i s/a/b/ config.yaml";
     // In the home (as a workdir): protected, refused even in yolo mode.
     let err = gate

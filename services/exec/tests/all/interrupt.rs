@@ -19,7 +19,7 @@ async fn cancel_kills_the_running_process_group() {
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let cancel = cancel.clone();
-        async move { run(&LocalBackend, &request, &cancel).await }
+        async move { run(&LocalBackend::new(), &request, &cancel).await }
     });
     let pgid = read_pid_file(&dir.path().join("pid")).await;
     eventually("both sleeps to start", || live_in_group(pgid) >= 2).await;
@@ -37,8 +37,9 @@ async fn cancel_kills_the_running_process_group() {
 async fn dropping_the_future_kills_the_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let request = sh(SLEEPERS, dir.path());
-    let task =
-        tokio::spawn(async move { run(&LocalBackend, &request, &CancellationToken::new()).await });
+    let task = tokio::spawn(async move {
+        run(&LocalBackend::new(), &request, &CancellationToken::new()).await
+    });
     let pgid = read_pid_file(&dir.path().join("pid")).await;
     eventually("both sleeps to start", || live_in_group(pgid) >= 2).await;
 
@@ -58,7 +59,7 @@ async fn timeout_kills_the_group_and_keeps_the_output_so_far() {
     request.timeout = Duration::from_secs(3);
     let out = tokio::time::timeout(
         HANG_GUARD,
-        run(&LocalBackend, &request, &CancellationToken::new()),
+        run(&LocalBackend::new(), &request, &CancellationToken::new()),
     )
     .await
     .unwrap()
@@ -78,7 +79,7 @@ async fn background_children_do_not_keep_a_finished_command_running() {
     let request = sh("echo $$ > pid; sleep 300 & echo done", dir.path());
     let out = tokio::time::timeout(
         HANG_GUARD,
-        run(&LocalBackend, &request, &CancellationToken::new()),
+        run(&LocalBackend::new(), &request, &CancellationToken::new()),
     )
     .await
     .unwrap()

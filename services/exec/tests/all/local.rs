@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 const SECRET: &str = "TALARIA_TEST_SECRET";
 
 async fn local(request: &ExecRequest) -> Result<talaria_exec::ExecOutput, ExecError> {
-    run(&LocalBackend, request, &CancellationToken::new()).await
+    run(&LocalBackend::new(), request, &CancellationToken::new()).await
 }
 
 #[tokio::test]
@@ -126,6 +126,17 @@ fn host_secrets_are_scrubbed_unless_passed() {
         let out = local(&passed).await.unwrap();
         assert_eq!(out.stdout, b"secret=given path=set\n");
 
+        // Named in `terminal.env_passthrough`: the host's value goes through.
+        let through = LocalBackend::new().with_passthrough([SECRET.to_owned()]);
+        let out = run(
+            &through,
+            &sh(&script, dir.path()),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.stdout, b"secret=hunter2 path=set\n");
+
         // The whole environment of a program started directly.
         let mut request = ExecRequest::new("env", vec![], dir.path());
         request.env = vec![("EXTRA".into(), "1".into())];
@@ -205,13 +216,13 @@ async fn an_already_cancelled_token_starts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let result = run(&LocalBackend, &sh("touch ran", dir.path()), &cancel).await;
+    let result = run(&LocalBackend::new(), &sh("touch ran", dir.path()), &cancel).await;
     assert_eq!(result, Err(ExecError::Cancelled));
     assert!(!dir.path().join("ran").exists());
 }
 
 #[test]
 fn local_backend_is_not_sandboxed() {
-    assert!(!LocalBackend.sandboxed());
-    assert_eq!(LocalBackend.name(), "local");
+    assert!(!LocalBackend::new().sandboxed());
+    assert_eq!(LocalBackend::new().name(), "local");
 }

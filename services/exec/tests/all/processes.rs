@@ -20,7 +20,11 @@ struct Fixture {
 fn fixture() -> Fixture {
     let profile = tempfile::tempdir().unwrap();
     let policy = ApprovalPolicy::load(profile.path().join("approvals.toml")).unwrap();
-    let gate = GatedExecutor::new(Arc::new(LocalBackend), Arc::new(policy), Arc::new(DenyAll));
+    let gate = GatedExecutor::new(
+        Arc::new(LocalBackend::new()),
+        Arc::new(policy),
+        Arc::new(DenyAll),
+    );
     Fixture {
         table: ProcessTable::new(Arc::new(gate)),
         work: tempfile::tempdir().unwrap(),
@@ -120,7 +124,11 @@ async fn stdout_and_stderr_share_the_log() {
 async fn the_log_keeps_the_newest_bytes() {
     let profile = tempfile::tempdir().unwrap();
     let policy = ApprovalPolicy::load(profile.path().join("approvals.toml")).unwrap();
-    let gate = GatedExecutor::new(Arc::new(LocalBackend), Arc::new(policy), Arc::new(DenyAll));
+    let gate = GatedExecutor::new(
+        Arc::new(LocalBackend::new()),
+        Arc::new(policy),
+        Arc::new(DenyAll),
+    );
     let table = ProcessTable::new(Arc::new(gate)).with_log_cap(1000);
     let work = tempfile::tempdir().unwrap();
     let id = table

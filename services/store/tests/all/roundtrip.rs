@@ -175,6 +175,37 @@ fn titles_can_be_set_and_cleared() {
 }
 
 #[test]
+fn an_export_is_redacted_on_request_and_the_store_keeps_what_was_said() {
+    let t = test_db();
+    t.db.create_session(&new_session("sec", "/a")).unwrap();
+    let key = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
+    let mut assistant = Message::assistant("I will use it.");
+    assistant.tool_calls = vec![talaria_kernel::ToolCall {
+        id: "c1".into(),
+        name: "terminal".into(),
+        arguments: format!(r#"{{"command": "OPENAI_API_KEY={key} ./run"}}"#),
+    }];
+    t.db.append_batch(
+        "sec",
+        &[Message::user(format!("my key is {key}")), assistant],
+    )
+    .unwrap();
+    let export = |redact: bool| {
+        let mut out = Vec::new();
+        t.db.export_jsonl("sec", &mut out, redact).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let redacted = export(true);
+    assert!(!redacted.contains(key), "{redacted}");
+    assert_eq!(
+        redacted.matches("sk-pro…[REDACTED]").count(),
+        2,
+        "{redacted}"
+    );
+    assert!(export(false).contains(key));
+}
+
+#[test]
 fn export_jsonl_parses_back_to_the_same_session() {
     let t = test_db();
     let mut session = new_session("exp", "/a");
@@ -192,7 +223,7 @@ fn export_jsonl_parses_back_to_the_same_session() {
     .unwrap();
 
     let mut out = Vec::new();
-    t.db.export_jsonl("exp", &mut out).unwrap();
+    t.db.export_jsonl("exp", &mut out, false).unwrap();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<ExportLine> = text
         .lines()
@@ -218,7 +249,7 @@ fn export_jsonl_parses_back_to_the_same_session() {
     assert_eq!(second["seq"], 2);
     assert_eq!(second["tool_calls"][1]["name"], "terminal");
     assert!(matches!(
-        t.db.export_jsonl("nope", Vec::new()),
+        t.db.export_jsonl("nope", Vec::new(), true),
         Err(StoreError::NotFound(_))
     ));
 }

@@ -75,13 +75,23 @@ impl ToolSource for Fake {
         }
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         let content = if call.call.name == "huge" {
-            (1..=3000).map(|i| format!("row {i}\n")).collect()
+            (1..=3000)
+                .map(|i| match i {
+                    1500 => format!("row {i} GITHUB_TOKEN={SECRET}\n"),
+                    _ => format!("row {i}\n"),
+                })
+                .collect()
+        } else if let Some(echo) = call.arguments.get("echo").and_then(|v| v.as_str()) {
+            echo.to_owned()
         } else {
             format!("{} done", call.call.id)
         };
         ToolResult::ok(&call.call, content)
     }
 }
+
+/// A key in GitHub's format (not a real one).
+const SECRET: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
 
 fn call(id: &str, name: &str, args: serde_json::Value) -> ValidatedCall {
     ValidatedCall {
@@ -114,6 +124,7 @@ fn dispatcher_with(
             budget: ResultBudget::default(),
             spill_root: dir.path().join("sessions"),
             schemas,
+            redact_secrets: true,
         },
     );
     assert!(notices.is_empty(), "{notices:?}");
@@ -205,6 +216,62 @@ async fn large_results_are_spilled_under_the_session() {
     assert!(results[0].content.contains(&file.display().to_string()));
     assert!(results[0].content.starts_with("row 1\n"));
     assert_eq!(std::fs::read_to_string(file).unwrap().lines().count(), 3000);
+}
+
+#[tokio::test]
+async fn secrets_never_reach_results_or_spill_files() {
+    let (dispatcher, _fake, dir) = dispatcher(Selection::default());
+    let shown = format!("{{\"apiKey\": \"{SECRET}\"}}");
+    let results = run(
+        &dispatcher,
+        &[
+            call("r1", "read", serde_json::json!({ "echo": shown })),
+            call("h1", "huge", serde_json::json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(results[0].content, r#"{"apiKey": "ghp_ab…[REDACTED]"}"#);
+    let spilled =
+        std::fs::read_to_string(dir.path().join("sessions/s1/tool-output/h1.txt")).unwrap();
+    assert!(!spilled.contains(SECRET), "the spill file holds the key");
+    assert!(
+        spilled.contains("row 1500 GITHUB_TOKEN=ghp_ab…[REDACTED]"),
+        "{spilled}"
+    );
+}
+
+#[tokio::test]
+async fn a_marker_is_never_written_back() {
+    let (dispatcher, fake, _dir) = dispatcher(Selection::default());
+    let marker = "GITHUB_TOKEN=ghp_ab…[REDACTED]";
+    let results = run(
+        &dispatcher,
+        &[
+            call(
+                "w1",
+                "write",
+                serde_json::json!({ "path": ".env", "text": marker }),
+            ),
+            call(
+                "s1",
+                "shell",
+                serde_json::json!({ "command": format!("echo '{marker}' > .env") }),
+            ),
+            call("r1", "read", serde_json::json!({ "echo": marker })),
+        ],
+    )
+    .await;
+    for refused in &results[..2] {
+        assert!(refused.is_error, "{refused:?}");
+        assert!(
+            refused.content.contains("redaction marker"),
+            "{}",
+            refused.content
+        );
+    }
+    // A read-only tool may be given one (searching for it, say).
+    assert!(!results[2].is_error);
+    assert_eq!(*fake.started.lock().unwrap(), ["r1"]);
 }
 
 #[tokio::test]
