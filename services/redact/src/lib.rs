@@ -127,33 +127,6 @@ pub fn contains_marker(text: &str) -> bool {
     text.contains(MARKER_TAG)
 }
 
-/// Whether an environment variable's name says it holds a secret (`OPENAI_API_KEY`,
-/// `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD` …): such variables are kept out of
-/// child processes unless the user passes them through by name.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    const ENDINGS: &[&str] = &[
-        "_KEY",
-        "_TOKEN",
-        "_SECRET",
-        "_PASSWORD",
-        "_PASSWD",
-        "_PASS",
-        "_PWD",
-        "_PASSPHRASE",
-        "_CREDENTIALS",
-        "_CREDENTIAL",
-        "_AUTH",
-        "APIKEY",
-    ];
-    const NAMES: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY"];
-    // PWD is the working directory, OLDPWD the previous one.
-    if matches!(upper.as_str(), "PWD" | "OLDPWD") {
-        return false;
-    }
-    NAMES.contains(&upper.as_str()) || ENDINGS.iter().any(|ending| upper.ends_with(ending))
-}
-
 impl Rule {
     fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
         self.regex
@@ -267,21 +240,6 @@ mod tests {
             "OPENAI_API_KEY=$OPENAI_API_KEY",
         ] {
             assert_eq!(redact(text), text);
-        }
-    }
-
-    #[test]
-    fn secret_names_are_recognised() {
-        for name in [
-            "OPENAI_API_KEY",
-            "GITHUB_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "DB_PASSWORD",
-        ] {
-            assert!(is_secret_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "PWD", "KEYBOARD", "TOKENIZERS_PARALLELISM"] {
-            assert!(!is_secret_name(name), "{name}");
         }
     }
 }
