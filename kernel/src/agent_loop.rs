@@ -25,6 +25,7 @@ use crate::retry::RetryPolicy;
 use crate::scrub::{StreamScrubber, scrub};
 use crate::validate::{apply_pre_tool, dedupe_call_ids, place_results, validate_call};
 
+mod overflow;
 mod types;
 pub use types::*;
 
@@ -225,9 +226,10 @@ impl AgentLoop {
                 .is_some_and(|threshold| Self::estimate(conversation) >= threshold)
     }
 
-    /// Compresses the conversation: old tool outputs first, then (if still
-    /// over the threshold, or `force`d) the middle into a summary. A changed
-    /// history continues in a new session whose parent is the old one.
+    /// Compresses the conversation: old tool outputs first, then (if still over the threshold,
+    /// or `force`d) the middle into a summary, then — still over, or `force`d after a context
+    /// overflow and not yet a quarter smaller — the largest tool outputs and arguments anywhere
+    /// are cut until it fits. A changed history continues in a new session whose parent is the old one.
     pub async fn compact(
         &mut self,
         conversation: &mut Conversation,
@@ -248,37 +250,48 @@ impl AgentLoop {
             tokens_after: before,
             pruned_outputs: 0,
             summarized_messages: 0,
+            shrunk_results: 0,
             session_id: conversation.session_id.clone(),
         };
-        if tail <= head {
-            return outcome;
-        }
-        outcome.pruned_outputs = compress::prune_tool_outputs(messages, head..tail);
         let mut summarized = false;
-        if force || Self::estimate(conversation) >= threshold {
-            let middle = &conversation.messages[head..tail];
-            let summary = match &self.ports.summarizer {
-                Some(summarizer) => summarizer
-                    .summarize(&compress::transcript(middle), focus)
-                    .await
-                    .ok()
-                    .filter(|s| !s.trim().is_empty()),
-                None => None,
-            };
-            summarized = summary.is_some();
-            let summary = summary.unwrap_or_else(|| compress::fallback_summary(middle));
-            outcome.summarized_messages = tail - head;
-            let assembled = compress::assemble(
-                &conversation.messages[..head],
-                &summary,
-                &conversation.messages[tail..],
-            );
-            conversation.messages = assembled;
+        if tail > head {
+            outcome.pruned_outputs = compress::prune_tool_outputs(messages, head..tail);
+            if force || Self::estimate(conversation) >= threshold {
+                let middle = &conversation.messages[head..tail];
+                let summary = match &self.ports.summarizer {
+                    Some(summarizer) => summarizer
+                        .summarize(&compress::transcript(middle), focus)
+                        .await
+                        .ok()
+                        .filter(|s| !s.trim().is_empty()),
+                    None => None,
+                };
+                summarized = summary.is_some();
+                let summary = summary.unwrap_or_else(|| compress::fallback_summary(middle));
+                outcome.summarized_messages = tail - head;
+                let assembled = compress::assemble(
+                    &conversation.messages[..head],
+                    &summary,
+                    &conversation.messages[tail..],
+                );
+                conversation.messages = assembled;
+            }
         }
-        if outcome.pruned_outputs == 0 && outcome.summarized_messages == 0 {
+        // A short conversation has no middle: its big tool results sit in the head or tail.
+        let target = if force { before * 3 / 4 } else { threshold };
+        while Self::estimate(conversation) > target
+            && compress::shrink_largest_tool_result(&mut conversation.messages)
+        {
+            outcome.shrunk_results += 1;
+        }
+        if outcome.pruned_outputs == 0
+            && outcome.summarized_messages == 0
+            && outcome.shrunk_results == 0
+        {
             return outcome;
         }
         self.state.compressions += 1;
+        self.state.max_tokens_cap = None;
         let old = conversation.session_id.clone();
         let base = old.split('~').next().unwrap_or(&old).to_owned();
         conversation.session_id = format!("{base}~{}", self.state.compressions);
@@ -385,22 +398,34 @@ impl AgentLoop {
             .await
         {
             Ok(reply) => {
-                self.state.overflow_compressed = false;
+                self.state.overflow_compressions = 0;
                 reply
             }
             Err(CallError::Interrupted) => {
                 return Ok(Step::Exit(self.interrupt(conversation, events).await));
             }
-            // The provider says the prompt is too long: compress, then one retry.
+            // The prompt fits but not with the output budget on top: ask for less output.
             Err(CallError::Failed(LoopError::Model {
-                error: ModelError::ContextOverflow { .. },
+                error: ModelError::OutputBudgetTooLarge { available, message },
                 ..
-            })) if !self.state.overflow_compressed => {
-                self.state.overflow_compressed = true;
+            })) => {
+                self.lower_output_budget(conversation, available, &message, events)
+                    .await?;
                 if self.state.last_call_consumed {
                     self.budget.iterations.refund();
                 }
-                self.compact(conversation, None, true, events).await;
+                return Ok(Step::Continue);
+            }
+            // The provider says the prompt is too long: make it smaller, then retry.
+            Err(CallError::Failed(LoopError::Model {
+                error: ModelError::ContextOverflow { message },
+                ..
+            })) => {
+                self.shrink_after_overflow(conversation, &message, events)
+                    .await?;
+                if self.state.last_call_consumed {
+                    self.budget.iterations.refund();
+                }
                 return Ok(Step::Continue);
             }
             Err(CallError::Failed(error)) => return Err(error),
@@ -574,7 +599,10 @@ impl AgentLoop {
                 tools: conversation.prompt.tools(),
                 tool_choice,
                 cache: &cache,
-                max_tokens: self.config.max_tokens,
+                max_tokens: overflow::output_budget(
+                    self.config.max_tokens,
+                    self.state.max_tokens_cap,
+                ),
             };
             events.emit(AgentEvent::ModelRequest {
                 iteration: self.state.iterations,
@@ -622,7 +650,11 @@ impl AgentLoop {
             }
             self.state.retries = 0;
             let next = self.state.route + 1;
-            let can_fall_back = !matches!(error, ModelError::ContextOverflow { .. });
+            // Too long for this model is handled by shrinking, not by another model.
+            let can_fall_back = !matches!(
+                error,
+                ModelError::ContextOverflow { .. } | ModelError::OutputBudgetTooLarge { .. }
+            );
             match self.routes.get(next) {
                 Some(fallback) if can_fall_back => {
                     events.emit(AgentEvent::FallbackActivated {

@@ -99,6 +99,58 @@ pub fn prune_tool_outputs(messages: &mut [Message], range: std::ops::Range<usize
     pruned
 }
 
+/// Tool outputs and arguments are not cut below this many bytes.
+pub const MIN_SHRUNK_RESULT: usize = 2_000;
+
+/// Cuts the largest tool output or tool-call arguments anywhere in `messages` — the protected
+/// head and tail too. A result keeps its head and its tail (where a saved output's path is
+/// named) around a note, at half its length; arguments (JSON, so not cut in two) become a small
+/// object saying what was cut. False when nothing is longer than [`MIN_SHRUNK_RESULT`].
+pub fn shrink_largest_tool_result(messages: &mut [Message]) -> bool {
+    let largest_result = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Tool)
+        .map(|(i, m)| (m.content.len(), i, None))
+        .max();
+    let largest_arguments = messages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            m.tool_calls
+                .iter()
+                .enumerate()
+                .map(move |(c, call)| (call.arguments.len(), i, Some(c)))
+        })
+        .max();
+    let Some((len, index, call)) = largest_result.max(largest_arguments) else {
+        return false;
+    };
+    if len <= MIN_SHRUNK_RESULT {
+        return false;
+    }
+    let message = &mut messages[index];
+    match call {
+        Some(call) => {
+            message.tool_calls[call].arguments =
+                format!(r#"{{"cut":"{len} bytes of arguments cut to fit the context window"}}"#);
+        }
+        None => {
+            let content = &message.content;
+            let keep = len / 2;
+            let head_end = content.floor_char_boundary(keep * 2 / 3);
+            let tail_start = content.ceil_char_boundary(len - keep / 3);
+            let cut = tail_start - head_end;
+            message.content = format!(
+                "{}\n[… {cut} bytes of this tool result cut to fit the context window …]\n{}",
+                &content[..head_end],
+                &content[tail_start..]
+            );
+        }
+    }
+    true
+}
+
 /// The middle as text for the summariser.
 pub fn transcript(messages: &[Message]) -> String {
     let mut out = String::new();
@@ -267,6 +319,43 @@ mod tests {
             separate.iter().map(|m| m.role).collect::<Vec<_>>(),
             [Role::User, Role::Assistant, Role::User]
         );
+    }
+
+    #[test]
+    fn the_largest_tool_result_is_halved_wherever_it_is() {
+        let big = format!("{}{}", "a".repeat(10_000), "saved at /tmp/out.txt");
+        let mut messages = vec![
+            Message::user("read it"),
+            call("1"),
+            result("1", &big),
+            call("2"),
+            result("2", &"b".repeat(3_000)),
+        ];
+        assert!(shrink_largest_tool_result(&mut messages));
+        let shrunk = &messages[2].content;
+        assert!(shrunk.len() < big.len() / 2 + 100, "{}", shrunk.len());
+        assert!(shrunk.starts_with("aaa") && shrunk.ends_with("saved at /tmp/out.txt"));
+        assert!(shrunk.contains("cut to fit the context window"));
+        assert_eq!(messages[4].content.len(), 3_000, "only the largest");
+        let mut small = vec![result("1", "short")];
+        assert!(!shrink_largest_tool_result(&mut small));
+        // Large arguments of an earlier call become a small, valid JSON object.
+        let mut written = vec![Message {
+            role: Role::Assistant,
+            tool_calls: vec![ToolCall {
+                id: "w".into(),
+                name: "write_file".into(),
+                arguments: serde_json::json!({ "content": "c".repeat(9_000) }).to_string(),
+            }],
+            ..Message::default()
+        }];
+        assert!(shrink_largest_tool_result(&mut written));
+        let arguments = &written[0].tool_calls[0].arguments;
+        assert!(
+            serde_json::from_str::<serde_json::Value>(arguments).is_ok(),
+            "{arguments}"
+        );
+        assert!(arguments.len() < 100);
     }
 
     #[test]

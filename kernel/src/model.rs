@@ -174,6 +174,15 @@ pub enum ModelError {
         /// Provider's explanation.
         message: String,
     },
+    /// The prompt fits, but not with the requested output budget on top (Anthropic: "input
+    /// length and `max_tokens` exceed context limit: 188240 + 21333 > 200000").
+    #[error("the prompt and the output budget exceed the context window: {message}")]
+    OutputBudgetTooLarge {
+        /// Output tokens that still fit after the prompt.
+        available: u32,
+        /// Provider's explanation.
+        message: String,
+    },
     /// The request was rejected as invalid (other 4xx): retrying won't help.
     #[error("request rejected ({status}): {message}")]
     InvalidRequest {

@@ -1107,3 +1107,67 @@ fn file_tools_cannot_touch_the_profiles_controls_in_the_working_directory() {
     assert_contains(&result, "nobody can answer");
     assert_contains(&result, "secret");
 }
+
+/// One user message, two ~15 KB tool results (one in the protected head, one in the tail),
+/// then the provider's "prompt too long": the retry must be smaller on either wire format.
+fn an_overflow_with_two_huge_results_retries_smaller(
+    endpoint: impl Fn(&ScriptedServer) -> Vec<String>,
+) {
+    let home = Home::new();
+    let work = home.workdir();
+    std::fs::write(work.path().join("big.txt"), "y".repeat(15_000)).unwrap();
+    let read = || Step::tool_calls([ToolCall::new("terminal", r#"{"command":"cat big.txt"}"#)]);
+    let server = ScriptedServer::spawn(Script::new([
+        read(),
+        read(),
+        Step::context_overflow(),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let mut command = query(&home, "read big.txt twice", &endpoint(&server));
+    command.current_dir(work.path());
+    let output = run(command);
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "the call is retried once");
+    let (rejected, retried) = (requests[2].raw_body.len(), requests[3].raw_body.len());
+    assert!(
+        retried * 4 <= rejected * 3,
+        "the retry is at least a quarter smaller: {retried} vs {rejected} bytes"
+    );
+    assert_tool_calls_paired(&requests);
+}
+
+#[test]
+fn an_overflow_shrinks_the_retry_on_the_openai_wire() {
+    an_overflow_with_two_huge_results_retries_smaller(openai_args);
+}
+
+#[test]
+fn an_overflow_shrinks_the_retry_on_the_anthropic_wire() {
+    an_overflow_with_two_huge_results_retries_smaller(anthropic_args);
+}
+
+#[test]
+fn anthropic_room_for_output_only_lowers_max_tokens_for_the_retry() {
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::error(
+            400,
+            "input length and `max_tokens` exceed context limit: 196000 + 8192 > 200000, \
+             decrease input length or `max_tokens` and try again",
+        ),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(query(&home, "hello", &anthropic_args(&server)));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].body["max_tokens"], 3_936,
+        "{}",
+        requests[1].raw_body
+    );
+    assert_eq!(requests[1].body["messages"], requests[0].body["messages"]);
+}

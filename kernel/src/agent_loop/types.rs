@@ -33,6 +33,8 @@ pub struct LoopConfig {
     pub context_window: Option<u32>,
     /// Share of the context window that triggers compression (0 means 0.5).
     pub compress_at: f32,
+    /// Compressions after context-overflow errors before the call gives up (0 means 3).
+    pub max_overflow_compressions: u32,
 }
 
 impl LoopConfig {
@@ -160,8 +162,11 @@ pub struct LoopState {
     pub compressions_without_gain: u32,
     /// Compressions over the loop's lifetime.
     pub compressions: u32,
-    /// Whether the current call already compressed after a context overflow.
-    pub overflow_compressed: bool,
+    /// Compressions after context-overflow errors since the last successful call.
+    pub overflow_compressions: u32,
+    /// An output cap lower than the configured one, after the provider said the prompt and
+    /// the output budget together do not fit; lifted by the next compression.
+    pub max_tokens_cap: Option<u32>,
 }
 
 /// What a compression did.
@@ -175,6 +180,8 @@ pub struct Compaction {
     pub pruned_outputs: usize,
     /// Messages folded into the summary (0: pruning was enough).
     pub summarized_messages: usize,
+    /// Tool results cut to their head and tail (anywhere, the protected head and tail too).
+    pub shrunk_results: usize,
     /// The session continuing the conversation (a new one when anything changed).
     pub session_id: String,
 }
@@ -222,4 +229,7 @@ pub enum LoopError {
     /// No model was configured.
     #[error("no model configured")]
     NoModel,
+    /// The prompt cannot be made small enough for the model.
+    #[error("{0}")]
+    ContextTooLarge(String),
 }

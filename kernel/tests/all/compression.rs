@@ -169,3 +169,130 @@ async fn a_forced_compaction_passes_the_focus() {
     let seen = summary.seen.lock().unwrap();
     assert_eq!(seen[0].1.as_deref(), Some("the echo results"));
 }
+
+/// Two tool results of ~15 KB after one user message: the first sits in the protected head,
+/// the second in the tail, so there is no middle to summarise.
+fn two_huge_results() -> Vec<Reply> {
+    let args = serde_json::json!({ "text": "y".repeat(15_000) }).to_string();
+    vec![
+        calls(&[("echo", args.as_str())]),
+        calls(&[("echo", args.as_str())]),
+    ]
+}
+
+fn request_tokens(request: &SeenRequest) -> usize {
+    compress::estimate_tokens(&request.system, &request.tools, &request.messages)
+}
+
+#[tokio::test]
+async fn an_overflow_shrinks_the_next_request_even_with_nothing_between_head_and_tail() {
+    let mut replies = two_huge_results();
+    replies.push(Reply::Err(ModelError::ContextOverflow {
+        message: "prompt is too long".into(),
+    }));
+    replies.push(text("all done"));
+    let model = ScriptedModel::new(replies);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    assert_eq!(
+        rig.run("read it twice").await.unwrap(),
+        Exit::Final("all done".into())
+    );
+    let requests = model.requests();
+    let (rejected, retried) = (request_tokens(&requests[2]), request_tokens(&requests[3]));
+    assert!(
+        retried * 4 <= rejected * 3,
+        "the retry is at least a quarter smaller: {retried} vs {rejected}"
+    );
+    assert_paired(&requests[3].messages);
+    let cut = |m: &Message| {
+        m.content.contains("cut to fit the context window")
+            || m.tool_calls
+                .iter()
+                .any(|c| c.arguments.contains("cut to fit the context window"))
+    };
+    assert!(
+        requests[3].messages.iter().any(cut),
+        "a big tool output or its arguments were cut"
+    );
+}
+
+#[tokio::test]
+async fn overflow_after_overflow_stops_with_a_clear_error_at_the_cap() {
+    let mut replies = two_huge_results();
+    for _ in 0..6 {
+        replies.push(Reply::Err(ModelError::ContextOverflow {
+            message: "prompt is too long".into(),
+        }));
+    }
+    let model = ScriptedModel::new(replies);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    let error = rig.run("read it twice").await.unwrap_err();
+    let LoopError::ContextTooLarge(message) = &error else {
+        panic!("expected ContextTooLarge, got {error:?}");
+    };
+    assert!(message.contains("after 3 compressions"), "{message}");
+    let requests = model.requests();
+    // The first call, then three smaller retries, each smaller than the one before.
+    assert_eq!(requests.len(), 2 + 4, "{}", requests.len());
+    for pair in requests[2..].windows(2) {
+        assert!(request_tokens(&pair[1]) < request_tokens(&pair[0]));
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_with_nothing_to_cut_stops_naming_the_sizes() {
+    let model = ScriptedModel::new(vec![Reply::Err(ModelError::ContextOverflow {
+        message: "prompt is too long: 250000 tokens > 200000 maximum".into(),
+    })]);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    let error = rig.run(&"z".repeat(40_000)).await.unwrap_err();
+    let LoopError::ContextTooLarge(message) = &error else {
+        panic!("expected ContextTooLarge, got {error:?}");
+    };
+    assert!(message.contains("cannot be made smaller"), "{message}");
+    assert!(message.contains("tokens in 1 messages"), "{message}");
+    assert!(message.contains("250000 tokens > 200000"), "{message}");
+    assert_eq!(model.requests().len(), 1, "no blind retry");
+}
+
+#[tokio::test]
+async fn an_output_budget_too_large_lowers_max_tokens_instead_of_compressing() {
+    let mut replies = two_huge_results();
+    replies.push(Reply::Err(ModelError::OutputBudgetTooLarge {
+        available: 2_000,
+        message: "input length and `max_tokens` exceed context limit".into(),
+    }));
+    replies.push(text("all done"));
+    let model = ScriptedModel::new(replies);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    assert_eq!(
+        rig.run("read it twice").await.unwrap(),
+        Exit::Final("all done".into())
+    );
+    let requests = model.requests();
+    assert_eq!(requests[3].max_tokens, Some(2_000));
+    assert_eq!(
+        requests[3].messages, requests[2].messages,
+        "the prompt is sent unchanged"
+    );
+    assert_eq!(rig.agent.state().compressions, 0);
+}
+
+#[tokio::test]
+async fn too_little_room_for_output_shrinks_the_prompt_instead() {
+    let mut replies = two_huge_results();
+    replies.push(Reply::Err(ModelError::OutputBudgetTooLarge {
+        available: 100,
+        message: "input length and `max_tokens` exceed context limit".into(),
+    }));
+    replies.push(text("all done"));
+    let model = ScriptedModel::new(replies);
+    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
+    assert_eq!(
+        rig.run("read it twice").await.unwrap(),
+        Exit::Final("all done".into())
+    );
+    let requests = model.requests();
+    assert!(request_tokens(&requests[3]) < request_tokens(&requests[2]));
+    assert_eq!(rig.agent.state().compressions, 1);
+}

@@ -18,6 +18,7 @@ pub struct SeenRequest {
     pub tools: Vec<ToolSpec>,
     pub messages: Vec<Message>,
     pub tool_choice: ToolChoice,
+    pub max_tokens: Option<u32>,
 }
 
 /// A provider that answers from a script; `Hang` waits for cancellation.
@@ -77,6 +78,7 @@ impl ModelProvider for ScriptedModel {
                 tools: request.tools.to_vec(),
                 messages: request.messages.to_vec(),
                 tool_choice: request.tool_choice,
+                max_tokens: request.max_tokens,
             });
         }
         let reply = self.replies.lock().unwrap().pop_front();

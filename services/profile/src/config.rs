@@ -322,6 +322,8 @@ pub struct CompressionConfig {
     pub enabled: bool,
     /// Share of the context window at which compression starts.
     pub threshold: f32,
+    /// Compressions after "prompt too long" errors before a model call gives up with an error.
+    pub max_attempts: u32,
 }
 
 impl Default for CompressionConfig {
@@ -329,6 +331,7 @@ impl Default for CompressionConfig {
         Self {
             enabled: true,
             threshold: 0.5,
+            max_attempts: 3,
         }
     }
 }

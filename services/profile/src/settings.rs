@@ -228,6 +228,7 @@ impl Settings {
                     .unwrap_or_else(|| default_context_window(&self.primary.model))
             }),
             compress_at: self.config.compression.threshold,
+            max_overflow_compressions: self.config.compression.max_attempts,
             ..LoopConfig::standard()
         }
     }

@@ -18,6 +18,7 @@ const MAX_MESSAGE_CHARS: usize = 500;
 /// (OpenAI, Anthropic, OpenRouter, vLLM, llama.cpp, Ollama, ...), lowercase.
 const OVERFLOW_HINTS: &[&str] = &[
     "context_length_exceeded",
+    "exceed context limit",
     "context length",
     "context window",
     "context size",
@@ -85,7 +86,12 @@ pub(crate) fn classify(
             message,
             retry_after,
         },
-        400 | 413 | 422 if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
+        400 => match output_room(haystack) {
+            Some(available) => ModelError::OutputBudgetTooLarge { available, message },
+            None if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
+            None => ModelError::InvalidRequest { status, message },
+        },
+        413 | 422 if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
         408 => ModelError::Timeout { message },
         500..=599 => ModelError::Server {
             status,
@@ -129,6 +135,26 @@ pub(crate) fn malformed(message: impl Into<String>) -> ModelError {
 }
 
 /// Whether the text describes a prompt too large for the model's context.
+/// Room left for output when a 400 says the prompt plus `max_tokens` exceed the window while the
+/// prompt alone fits (Anthropic: "input length and `max_tokens` exceed context limit: 188240 +
+/// 21333 > 200000, decrease input length or `max_tokens` and try again"): the limit minus the
+/// input, less a small margin for the provider's own counting.
+fn output_room(text: &str) -> Option<u32> {
+    const MARKER: &str = "exceed context limit:";
+    let start = text.find(MARKER)? + MARKER.len();
+    let numbers: Vec<u64> = text[start..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .take(3)
+        .filter_map(|part| part.parse().ok())
+        .collect();
+    let [input, _, limit] = numbers[..] else {
+        return None;
+    };
+    let room = limit.checked_sub(input)?.checked_sub(64)?;
+    u32::try_from(room).ok().filter(|room| *room > 0)
+}
+
 pub(crate) fn is_context_overflow(text: &str) -> bool {
     let text = text.to_lowercase();
     OVERFLOW_HINTS.iter().any(|hint| text.contains(hint))
@@ -252,6 +278,26 @@ mod tests {
         assert!(
             matches!(http(503, ""), ModelError::Server { message, .. } if message == "HTTP 503 (Service Unavailable)")
         );
+    }
+
+    #[test]
+    fn the_output_budget_is_lowered_when_the_prompt_alone_fits() {
+        // Anthropic's 400 when input + max_tokens exceed the window (the Messages API's
+        // invalid_request_error, as seen on claude-3 and later models).
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"}}"#;
+        assert!(matches!(
+            http(400, body),
+            ModelError::OutputBudgetTooLarge {
+                available: 11_696,
+                ..
+            }
+        ));
+        // The input alone is over the limit: a real overflow.
+        let over = body.replace("188240", "201000");
+        assert!(matches!(
+            http(400, &over),
+            ModelError::ContextOverflow { .. }
+        ));
     }
 
     #[test]
