@@ -227,9 +227,8 @@ impl AgentLoop {
     }
 
     /// Compresses the conversation: old tool outputs first, then (if still over the threshold,
-    /// or `force`d) the middle into a summary, then — still over, or `force`d after a context
-    /// overflow and not yet a quarter smaller — the largest tool outputs and arguments anywhere
-    /// are cut until it fits. A changed history continues in a new session whose parent is the old one.
+    /// or `force`d) the middle into a summary; then, when `force`d after a context overflow,
+    /// the largest tool outputs and arguments anywhere are cut until it is a quarter smaller. A changed history continues in a new session whose parent is the old one.
     pub async fn compact(
         &mut self,
         conversation: &mut Conversation,
@@ -278,8 +277,11 @@ impl AgentLoop {
             }
         }
         // A short conversation has no middle: its big tool results sit in the head or tail.
-        let target = if force { before * 3 / 4 } else { threshold };
-        while Self::estimate(conversation) > target
+        // After an overflow they are cut wherever they are. (At the threshold the summary does
+        // what it can: a prompt whose fixed part fills most of the window would otherwise be
+        // cut again every turn; an overflow error, if it comes, still shrinks it.)
+        while force
+            && Self::estimate(conversation) > before * 3 / 4
             && compress::shrink_largest_tool_result(&mut conversation.messages)
         {
             outcome.shrunk_results += 1;
