@@ -169,3 +169,50 @@ fn context_files_join_the_prompt_unless_they_trip_a_rule() {
         stderr(&output)
     );
 }
+
+#[test]
+fn skill_list_shows_hermes_nesting_and_check_names_broken_skills() {
+    let home = Home::new();
+    let write = |rel: &str, text: &str| {
+        let path = home.path().join("skills").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "mlops/evaluation/lm-eval/SKILL.md",
+        "---\nname: lm-eval\ndescription: Evaluate language models.\n---\nBody\n",
+    );
+    write(
+        "devops/mac-only/SKILL.md",
+        "---\nname: mac-only\ndescription: Xcode things.\nplatforms: [macos]\n---\n",
+    );
+    let list = run(home.talaria(&["skills", "list"]));
+    assert_code(&list, 0);
+    let listed = stdout(&list);
+    assert!(
+        listed.lines().any(|l| l.contains("lm-eval")
+            && l.contains("mlops/evaluation")
+            && l.contains("user")
+            && l.ends_with("offered")),
+        "{listed}"
+    );
+    if std::env::consts::OS != "macos" {
+        assert!(listed.contains("hidden: only on macos"), "{listed}");
+    }
+    let check = run(home.talaria(&["skill", "check"]));
+    assert_code(&check, 0);
+    assert_contains(&stdout(&check), "2 skills load");
+
+    write("broken/no-front/SKILL.md", "# no frontmatter\n");
+    let check = run(home.talaria(&["skill", "check"]));
+    assert_code(&check, 1);
+    assert_contains(&stderr(&check), "no-front/SKILL.md");
+    assert_contains(&stderr(&check), "no YAML frontmatter");
+    let listed = stdout(&run(home.talaria(&["skill", "list"])));
+    assert!(
+        listed.lines().any(|l| l.starts_with("no-front")
+            && l.contains("skipped:")
+            && l.contains("no YAML frontmatter")),
+        "{listed}"
+    );
+}

@@ -28,6 +28,15 @@ pub struct Knowledge {
 
 /// Skills shipped with the distribution (read-only): next to the executable
 /// or in the installed share directory.
+/// Where a profile's skills come from: its own `skills/`, then those bundled beside the binary.
+pub fn skill_roots(home: &ProfileHome) -> SkillRoots {
+    let mut roots = SkillRoots::new(home.skills_dir());
+    for dir in bundled_skill_dirs() {
+        roots = roots.with_bundled(dir);
+    }
+    roots
+}
+
 fn bundled_skill_dirs() -> Vec<PathBuf> {
     let Some(exe_dir) = std::env::current_exe()
         .ok()
@@ -72,11 +81,7 @@ impl Knowledge {
                 (None, None)
             }
         };
-        let mut roots = SkillRoots::new(home.skills_dir());
-        for dir in bundled_skill_dirs() {
-            roots = roots.with_bundled(dir);
-        }
-        let (manager, issues) = SkillManager::load(roots);
+        let (manager, issues) = SkillManager::load(skill_roots(home));
         notices.extend(
             issues
                 .iter()

@@ -14,7 +14,7 @@ pub mod store;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
-pub use knowledge::SkillSummary;
+pub use knowledge::{SkillSummary, skill_roots};
 pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
 /// The plugin types surfaces see through the agent.

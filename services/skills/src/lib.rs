@@ -1,8 +1,11 @@
 //! Skills: procedural memory the agent reads and writes as `SKILL.md` files.
 //!
 //! Layout: `<root>/<category>/<name>/SKILL.md` (or `<root>/<name>/SKILL.md`,
-//! category `general`), YAML frontmatter plus a markdown body in the
-//! agentskills.io format, so Hermes and Claude skills work unchanged.
+//! category `general`; categories nest up to three folders, as Hermes's
+//! `mlops/evaluation/<name>/`, the category being the path), YAML frontmatter
+//! plus a markdown body in the agentskills.io format, so Hermes and Claude
+//! skills work unchanged. A frontmatter YAML rejects is read as plain
+//! `key: value` lines when that reads cleanly (with a warning).
 //!
 //! Progressive disclosure:
 //! - level 0: [`SkillIndex::load`] reads every frontmatter; [`render_index`]

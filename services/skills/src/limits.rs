@@ -12,6 +12,9 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// a warning; anything longer is junk and the skill is skipped.
 pub const MAX_LOADED_DESCRIPTION_CHARS: usize = 4096;
 
+/// How many category folders may nest above a skill (`<root>/a/b/c/<skill>/`); Hermes uses 2.
+pub const MAX_CATEGORY_DEPTH: usize = 3;
+
 /// Largest `SKILL.md` that is read at all (loading and viewing).
 pub const MAX_SKILL_MD_READ_BYTES: u64 = 256 * 1024;
 

@@ -81,18 +81,35 @@ pub fn parse_skill_md(text: &str, mode: ParseMode) -> Result<ParsedSkill, SkillE
     let invalid = SkillError::InvalidSkill;
     let text = normalize(text);
     let (yaml, body) = split(&text).map_err(invalid)?;
+    let mut warnings = Vec::new();
     let value: Value = if yaml.trim().is_empty() {
         Value::Null
     } else {
-        serde_yaml_ng::from_str(yaml)
-            .map_err(|e| invalid(format!("the frontmatter is not valid YAML: {e}")))?
+        match serde_yaml_ng::from_str(yaml) {
+            Ok(value) => value,
+            // Hand-written frontmatter often trips YAML (`description: Use it: when …`);
+            // plain `key: value` lines still say what was meant.
+            Err(error) => match (mode, plain_key_values(yaml)) {
+                (ParseMode::Load, Some(map)) => {
+                    warnings.push(format!(
+                        "the frontmatter is not valid YAML ({error}); read as plain 'key: value' \
+                         lines"
+                    ));
+                    Value::Mapping(map)
+                }
+                _ => {
+                    return Err(invalid(format!(
+                        "the frontmatter is not valid YAML: {error}"
+                    )));
+                }
+            },
+        }
     };
     let Value::Mapping(map) = untag(&value).clone() else {
         return Err(invalid(
             "the frontmatter must be a YAML mapping with at least 'name' and 'description'".into(),
         ));
     };
-    let mut warnings = Vec::new();
 
     let name = required_string(&map, "name")?;
     validate_name(&name).map_err(|e| invalid(format!("'name': {e}")))?;
@@ -245,6 +262,58 @@ fn list(
     }
     items.retain(|item| !item.is_empty());
     items
+}
+
+/// Frontmatter read as plain `key: value` lines, when every line is one (or an indented
+/// continuation of the one before, or a comment): the value is the rest of the line, unquoted.
+/// `None` when a line fits no such reading or a value is YAML structure (`[…`, `|` …).
+fn plain_key_values(yaml: &str) -> Option<Mapping> {
+    let mut map = Mapping::new();
+    let mut last: Option<String> = None;
+    for line in yaml.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            let key = last.as_ref()?;
+            let value = map.get_mut(key.as_str())?;
+            let joined = format!("{} {trimmed}", value.as_str().unwrap_or_default());
+            *value = Value::String(joined.trim().to_owned());
+            continue;
+        }
+        let (key, value) = line.split_once(':')?;
+        let key = key.trim();
+        let simple = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !simple {
+            return None;
+        }
+        let value = value.trim();
+        // YAML structure (flow lists, block scalars, anchors, tags) was meant as YAML.
+        if value.starts_with(['[', '{', '|', '>', '&', '*', '!']) {
+            return None;
+        }
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        // A key given twice has no clean reading.
+        if map
+            .insert(
+                Value::String(key.to_owned()),
+                Value::String(value.to_owned()),
+            )
+            .is_some()
+        {
+            return None;
+        }
+        last = Some(key.to_owned());
+    }
+    (!map.is_empty()).then_some(map)
 }
 
 #[cfg(test)]

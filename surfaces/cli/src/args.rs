@@ -46,6 +46,9 @@ pub enum Command {
     /// List skins or choose one.
     #[command(subcommand)]
     Skin(SkinCommand),
+    /// List the skills and check that they load.
+    #[command(subcommand, alias = "skills")]
+    Skill(SkillCommand),
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
@@ -84,6 +87,16 @@ pub struct SlashCommandArgs {
     /// The surface whose commands to list: cli, gateway or acp.
     #[arg(long, default_value = "cli")]
     pub surface: String,
+}
+
+/// `talaria skill …`.
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// Every skill: name, category, source, and whether it is offered (or why not); skills
+    /// that cannot load, with the reason.
+    List,
+    /// Exits non-zero when a skill cannot load, naming each and why.
+    Check,
 }
 
 /// `talaria skin …`.

@@ -18,6 +18,7 @@ mod repl;
 mod run;
 mod sessions_cmd;
 mod setup;
+mod skills_cmd;
 mod skins;
 
 /// The source checkout this binary was built from (this crate sits at
@@ -129,6 +130,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
+            Some(args::Command::Skill(command)) => skills_cmd::run(command, &home),
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,

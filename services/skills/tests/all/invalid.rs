@@ -156,11 +156,17 @@ fn layout_rules() {
         crate::common::skill_md("hidden", "d"),
     );
     crate::common::write(root, "README.md", "not a skill");
-    // Too deep for the layout.
+    // Categories nest (Hermes: `mlops/evaluation/<skill>`), up to three folders.
     crate::common::write(
         root,
         "a/b/deep/SKILL.md",
         crate::common::skill_md("deep", "d"),
+    );
+    // Too deep for the layout.
+    crate::common::write(
+        root,
+        "w/x/y/z/deeper/SKILL.md",
+        crate::common::skill_md("deeper", "d"),
     );
 
     let (index, issues) = SkillIndex::load(SkillRoots::new(root));
@@ -169,7 +175,10 @@ fn layout_rules() {
         .iter()
         .map(|s| (s.category.as_str(), s.name()))
         .collect();
-    assert_eq!(found, [("cat", "nested"), ("general", "flat")]);
+    assert_eq!(
+        found,
+        [("a/b", "deep"), ("cat", "nested"), ("general", "flat")]
+    );
     assert!(issues.is_empty(), "{issues:#?}");
     assert_eq!(index.categories().get("cat"), Some(&1));
 }
@@ -200,4 +209,70 @@ fn reload_sees_external_changes() {
     assert!(index.reload().is_empty());
     assert_eq!(index.get("a").unwrap().meta.description, "Second, longer.");
     assert!(index.get("b").is_some());
+}
+
+#[test]
+fn hermes_layout_nested_categories_load_with_their_path() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    for (rel, name) in [
+        ("mlops/evaluation/lm-eval/SKILL.md", "lm-eval"),
+        ("mlops/inference/vllm-serve/SKILL.md", "vllm-serve"),
+        ("a/b/c/deepest/SKILL.md", "deepest"),
+        ("a/b/c/d/too-deep/SKILL.md", "too-deep"),
+        ("top/SKILL.md", "top"),
+    ] {
+        crate::common::write(root, rel, crate::common::skill_md(name, "Does things."));
+    }
+    // About 100 KB of body: only the frontmatter matters for the index.
+    let mut big = crate::common::skill_md("big-one", "A long skill.");
+    big.push_str(&"word ".repeat(20_000));
+    crate::common::write(root, "research/big-one/SKILL.md", big);
+
+    let (index, issues) = SkillIndex::load(SkillRoots::new(root));
+    let found: Vec<(String, &str)> = index
+        .skills()
+        .iter()
+        .map(|s| (s.category.clone(), s.name()))
+        .collect();
+    assert!(
+        found.contains(&("mlops/evaluation".into(), "lm-eval")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("mlops/inference".into(), "vllm-serve")),
+        "{found:?}"
+    );
+    assert!(found.contains(&("a/b/c".into(), "deepest")), "{found:?}");
+    assert!(found.contains(&("general".into(), "top")), "{found:?}");
+    assert!(found.contains(&("research".into(), "big-one")), "{found:?}");
+    assert!(
+        !found.iter().any(|(_, n)| *n == "too-deep"),
+        "four folders deep is too deep"
+    );
+    assert!(index.get("mlops/evaluation/lm-eval").is_some());
+    assert!(
+        issues.iter().all(|i| i.kind != IssueKind::Skipped),
+        "{issues:#?}"
+    );
+}
+
+#[test]
+fn frontmatter_yaml_rejects_is_read_as_plain_lines_when_that_is_clean() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    crate::common::write(
+        root,
+        "tools/colon-desc/SKILL.md",
+        "---\nname: colon-desc\ndescription: Use it: when the build breaks\n---\n# Body\n",
+    );
+    let (index, issues) = SkillIndex::load(SkillRoots::new(root));
+    let skill = index.get("colon-desc").expect("loaded from plain lines");
+    assert_eq!(skill.meta.description, "Use it: when the build breaks");
+    assert!(
+        issues
+            .iter()
+            .any(|i| i.kind == IssueKind::Warning && i.reason.contains("plain 'key: value'")),
+        "{issues:#?}"
+    );
 }

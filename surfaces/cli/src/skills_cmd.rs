@@ -1,0 +1,105 @@
+//! `talaria skill list|check`: the skills as the agent will load them.
+
+use talaria_profile::ProfileHome;
+use talaria_skills::{IssueKind, Skill, SkillIndex, SkillIssue};
+
+use crate::args::SkillCommand;
+use crate::exit::Status;
+
+/// Runs a `talaria skill` subcommand.
+pub fn run(command: SkillCommand, home: &ProfileHome) -> Status {
+    let (index, issues) = SkillIndex::load(talaria_agent::skill_roots(home));
+    let skipped: Vec<&SkillIssue> = issues
+        .iter()
+        .filter(|issue| issue.kind == IssueKind::Skipped)
+        .collect();
+    match command {
+        SkillCommand::List => {
+            for skill in index.skills() {
+                println!(
+                    "{:<32} {:<24} {:<8} {}",
+                    skill.name(),
+                    skill.category,
+                    if skill.bundled { "bundled" } else { "user" },
+                    offered(skill)
+                );
+            }
+            for issue in &skipped {
+                println!(
+                    "{:<32} {:<24} {:<8} skipped: {}",
+                    name_of(issue),
+                    "-",
+                    "-",
+                    issue.reason
+                );
+            }
+            for issue in issues.iter().filter(|i| i.kind == IssueKind::Warning) {
+                eprintln!("note: {}: {}", issue.path.display(), issue.reason);
+            }
+            if index.skills().is_empty() && skipped.is_empty() {
+                eprintln!(
+                    "No skills yet (put them in {}).",
+                    home.skills_dir().display()
+                );
+            }
+            Status::Answered
+        }
+        SkillCommand::Check => {
+            for issue in &skipped {
+                eprintln!("broken: {}: {}", issue.path.display(), issue.reason);
+            }
+            if skipped.is_empty() {
+                println!("{} skills load", index.skills().len());
+                Status::Answered
+            } else {
+                eprintln!(
+                    "{} of {} skills cannot load",
+                    skipped.len(),
+                    skipped.len() + index.skills().len()
+                );
+                Status::Failed
+            }
+        }
+    }
+}
+
+/// Whether the agent offers the skill, or the condition it waits for.
+fn offered(skill: &Skill) -> String {
+    let meta = &skill.meta;
+    // Loaded platform lists are canonical (`macos`, `linux`, `windows`), as is the OS name.
+    let here = std::env::consts::OS;
+    if !meta.platforms.is_empty() && !meta.platforms.iter().any(|p| p == here) {
+        return format!("hidden: only on {}", meta.platforms.join(", "));
+    }
+    let conditions = &meta.conditions;
+    let needs: Vec<&str> = conditions
+        .requires_toolsets
+        .iter()
+        .chain(&conditions.requires_tools)
+        .map(String::as_str)
+        .collect();
+    let fallback: Vec<&str> = conditions
+        .fallback_for_toolsets
+        .iter()
+        .chain(&conditions.fallback_for_tools)
+        .map(String::as_str)
+        .collect();
+    match (needs.is_empty(), fallback.is_empty()) {
+        (true, true) => "offered".to_owned(),
+        (false, _) => format!("offered when {} is enabled", needs.join(", ")),
+        (true, false) => format!("offered only when {} is missing", fallback.join(", ")),
+    }
+}
+
+/// The skill directory's name of a skipped `SKILL.md`.
+fn name_of(issue: &SkillIssue) -> String {
+    let dir = if issue.path.ends_with("SKILL.md") {
+        issue.path.parent()
+    } else {
+        Some(issue.path.as_path())
+    };
+    dir.and_then(|dir| dir.file_name()).map_or_else(
+        || "?".to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
