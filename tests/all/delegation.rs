@@ -227,3 +227,55 @@ fn a_hooks_plugins_veto_holds_in_children_at_every_depth() {
         );
     }
 }
+
+#[test]
+fn a_task_s_toolsets_and_role_shape_the_child_and_never_widen_it() {
+    let home = Home::new();
+    let work = home.workdir();
+    let call = serde_json::json!({
+        "role": "a careful reviewer",
+        "tasks": [
+            {"goal": "read the notes", "toolsets": ["file"]},
+            {"goal": "remember things", "toolsets": ["memory", "file"], "role": "an archivist"}
+        ]
+    });
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("delegate_task", call.to_string())]),
+        Step::text("child report"),
+        Step::text("child report"),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "review", &[]));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[0].tools_raw().contains("\"terminal\""),
+        "the parent has the terminal"
+    );
+    let children = &requests[1..3];
+    let reviewer = children
+        .iter()
+        .find(|r| r.system_prompt_raw().contains("a careful reviewer"))
+        .expect("the call's role");
+    let archivist = children
+        .iter()
+        .find(|r| r.system_prompt_raw().contains("an archivist"))
+        .expect("the task's own role wins");
+    for child in [reviewer, archivist] {
+        let tools = child.tools_raw();
+        assert!(tools.contains("\"read_file\""), "{tools}");
+        for hidden in [
+            "\"terminal\"",
+            "\"memory\"",
+            "\"delegate_task\"",
+            "\"clarify\"",
+        ] {
+            assert!(
+                !tools.contains(hidden),
+                "{hidden} given to a child: {tools}"
+            );
+        }
+    }
+}

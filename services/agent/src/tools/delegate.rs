@@ -2,7 +2,8 @@
 //! conversation (the task in, its final answer out), its own iteration
 //! budget drawn from the parent's (so the whole tree stays bounded), the
 //! `child` tool profile (no delegation, clarify, memory, send_message or
-//! execute_code), a stored session whose parent is the caller's, and the
+//! execute_code), narrowed to the `toolsets` a task asks for, its `role` in its
+//! own prompt, a stored session whose parent is the caller's, and the
 //! caller's cancellation: interrupting the parent interrupts its children.
 //! Children's tool calls pass the session's tool hooks, as the parent's do.
 //! Tasks of one call run concurrently, at most [`MAX_CHILDREN`] at a time.
@@ -93,9 +94,23 @@ impl DelegateTool {
 struct Task {
     goal: String,
     context: Option<String>,
+    /// Only these toolsets (within what the parent's children may have).
+    toolsets: Option<Vec<String>>,
+    /// Who the sub-agent is to be, in its own prompt.
+    role: Option<String>,
 }
 
 fn tasks_of(arguments: &Value) -> Result<Vec<Task>, String> {
+    let strings = |v: &Value| -> Option<Vec<String>> {
+        v.as_array().map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+    };
+    // A task's own `toolsets` and `role` win over the call's.
     let one = |v: &Value| -> Result<Task, String> {
         let goal = v["goal"]
             .as_str()
@@ -104,6 +119,12 @@ fn tasks_of(arguments: &Value) -> Result<Vec<Task>, String> {
         Ok(Task {
             goal: goal.to_owned(),
             context: v["context"].as_str().map(str::to_owned),
+            toolsets: strings(&v["toolsets"]).or_else(|| strings(&arguments["toolsets"])),
+            role: v["role"]
+                .as_str()
+                .or_else(|| arguments["role"].as_str())
+                .filter(|role| !role.trim().is_empty())
+                .map(str::to_owned),
         })
     };
     let tasks = match arguments.get("tasks").and_then(Value::as_array) {
@@ -136,15 +157,32 @@ impl ChildKit {
             profile.excluded_tools.retain(|t| t != DELEGATE_TASK);
             sources.push(Arc::new(delegate.clone()));
         }
-        let (dispatcher, _) = Dispatcher::new(
+        // Asked-for toolsets narrow what the child profile allows; they never widen it.
+        let mut selection = self.options.selection.clone();
+        if let Some(requested) = &task.toolsets {
+            selection.enabled = Some(match &selection.enabled {
+                Some(allowed) => requested
+                    .iter()
+                    .filter(|t| allowed.contains(t))
+                    .cloned()
+                    .collect(),
+                None => requested.clone(),
+            });
+        }
+        let (dispatcher, notices) = Dispatcher::new(
             sources.clone(),
             DispatchOptions {
                 profile,
+                selection,
                 ..self.options.clone()
             },
         );
+        let persona = match &task.role {
+            Some(role) => format!("{CHILD_PERSONA}\n\nYour role: {role}"),
+            None => CHILD_PERSONA.to_owned(),
+        };
         let prompt = PromptBuilder::new()
-            .section(Section::Persona, CHILD_PERSONA)
+            .section(Section::Persona, &persona)
             .tools(dispatcher.specs())
             .build();
         let store: Arc<dyn SessionStore> = match &self.db {
@@ -204,7 +242,7 @@ impl ChildKit {
             .await;
         child.end_session(&conversation).await;
         let iterations = child.state().iterations;
-        match outcome {
+        let mut result = match outcome {
             Ok(Exit::Final(report)) => json!({
                 "goal": task.goal, "status": "completed", "report": report,
                 "session_id": child_id, "iterations": iterations,
@@ -219,7 +257,11 @@ impl ChildKit {
             Err(error) => json!({
                 "goal": task.goal, "status": "failed", "error": error.to_string(), "session_id": child_id,
             }),
+        };
+        if !notices.is_empty() {
+            result["notes"] = json!(notices);
         }
+        result
     }
 }
 
@@ -250,12 +292,14 @@ impl ToolSource for DelegateTool {
                                 "properties": {
                                     "goal": {"type": "string"},
                                     "context": {"type": "string"},
-                                    "toolsets": {"type": "array", "items": {"type": "string"}}
+                                    "toolsets": {"type": "array", "items": {"type": "string"}},
+                                    "role": {"type": "string"}
                                 },
                                 "required": ["goal"]
                             }
                         },
-                        "role": {"type": "string", "description": "Optional role for the sub-agent."},
+                        "toolsets": {"type": "array", "items": {"type": "string"}, "description": "Only these toolsets for the sub-agents (never more than a sub-agent may have; a task's own list wins)."},
+                        "role": {"type": "string", "description": "Who the sub-agent is to be (e.g. 'a careful reviewer'); a task's own role wins."},
                         "background": {"type": "boolean", "description": "Not supported: tasks always finish before the call returns."}
                     }
                 }),
