@@ -1171,3 +1171,37 @@ fn anthropic_room_for_output_only_lowers_max_tokens_for_the_retry() {
     );
     assert_eq!(requests[1].body["messages"], requests[0].body["messages"]);
 }
+
+#[test]
+fn a_claude_model_behind_the_openai_wire_gets_cache_breakpoints_and_others_do_not() {
+    let marked = |model: &str, extra: &str| {
+        let home = Home::new();
+        if !extra.is_empty() {
+            home.write_config(extra);
+        }
+        let server = ScriptedServer::spawn(Script::new([Step::text("hi")])).unwrap();
+        let args = [
+            "--provider".to_owned(),
+            "openai".to_owned(),
+            "--model".to_owned(),
+            model.to_owned(),
+            "--base-url".to_owned(),
+            server.openai_base_url(),
+        ];
+        assert_code(&run(query(&home, "hello", &args)), 0);
+        let body = &server.requests()[0].body;
+        body["messages"][0]["content"][0]["cache_control"]
+            == serde_json::json!({"type": "ephemeral"})
+            && body["messages"][1]["content"][0]["cache_control"]["type"] == "ephemeral"
+    };
+    assert!(
+        marked("anthropic/claude-sonnet-4.5", ""),
+        "auto: on for Claude"
+    );
+    assert!(!marked("gpt-test", ""), "auto: off for others");
+    assert!(marked("gpt-test", "model:\n  cache_control: on\n"));
+    assert!(!marked(
+        "anthropic/claude-sonnet-4.5",
+        "model:\n  cache_control: off\n"
+    ));
+}

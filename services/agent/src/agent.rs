@@ -71,6 +71,7 @@ pub fn provider_for(
         .with_stream(settings.stream)
         .with_idle_timeout(Duration::from_secs(network.idle_timeout_secs));
     config.api_key = settings.api_key.clone();
+    config.cache_control = settings.cache_control.applies_to(&settings.model);
     let bytes = |set: Option<u64>, default: usize| {
         set.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
     };

@@ -42,6 +42,34 @@ pub struct ModelConfig {
     /// Largest request sent to the endpoint, in bytes (default 32 MiB).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_prompt_bytes: Option<u64>,
+    /// Prompt-cache breakpoints on the OpenAI wire (`cache_control` content parts, which
+    /// OpenRouter passes to Claude): `auto` (on for model names containing `claude`), `on`, `off`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// `model.cache_control`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheControl {
+    /// On for Claude models (by name), off otherwise.
+    #[default]
+    Auto,
+    /// Always mark breakpoints.
+    On,
+    /// Never.
+    Off,
+}
+
+impl CacheControl {
+    /// Whether breakpoints are marked for `model`.
+    pub fn applies_to(self, model: &str) -> bool {
+        match self {
+            CacheControl::Auto => model.to_ascii_lowercase().contains("claude"),
+            CacheControl::On => true,
+            CacheControl::Off => false,
+        }
+    }
 }
 
 /// Limits of one conversation run.

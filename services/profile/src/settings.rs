@@ -43,6 +43,8 @@ pub struct ModelSettings {
     pub max_reply_bytes: Option<u64>,
     /// `model.max_prompt_bytes` (the provider's default when unset).
     pub max_prompt_bytes: Option<u64>,
+    /// `model.cache_control`: breakpoints on the OpenAI wire.
+    pub cache_control: crate::config::CacheControl,
 }
 
 impl std::fmt::Debug for ModelSettings {
@@ -172,6 +174,7 @@ impl Settings {
             pricing: file.pricing.unwrap_or_default(),
             max_reply_bytes: file.max_reply_bytes,
             max_prompt_bytes: file.max_prompt_bytes,
+            cache_control: file.cache_control.unwrap_or_default(),
         };
         let fallbacks = config
             .fallback
@@ -291,6 +294,7 @@ fn derived(
         pricing: entry.pricing.unwrap_or(primary.pricing),
         max_reply_bytes: entry.max_reply_bytes.or(primary.max_reply_bytes),
         max_prompt_bytes: entry.max_prompt_bytes.or(primary.max_prompt_bytes),
+        cache_control: entry.cache_control.unwrap_or(primary.cache_control),
     })
 }
 

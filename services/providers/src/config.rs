@@ -31,6 +31,9 @@ pub struct ProviderConfig {
     pub max_reply_bytes: usize,
     /// Largest request body sent (`model.max_prompt_bytes`), checked before sending.
     pub max_prompt_bytes: usize,
+    /// OpenAI wire only: mark the request's prompt-cache breakpoints with `cache_control`
+    /// content parts (OpenRouter passes them to Claude models; the Anthropic wire always marks).
+    pub cache_control: bool,
 }
 
 impl ProviderConfig {
@@ -55,6 +58,7 @@ impl ProviderConfig {
             default_max_tokens: None,
             max_reply_bytes: Self::DEFAULT_MAX_REPLY_BYTES,
             max_prompt_bytes: Self::DEFAULT_MAX_PROMPT_BYTES,
+            cache_control: false,
         }
     }
 
@@ -114,6 +118,7 @@ impl fmt::Debug for ProviderConfig {
             .field("default_max_tokens", &self.default_max_tokens)
             .field("max_reply_bytes", &self.max_reply_bytes)
             .field("max_prompt_bytes", &self.max_prompt_bytes)
+            .field("cache_control", &self.cache_control)
             .finish()
     }
 }

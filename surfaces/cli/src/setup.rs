@@ -158,6 +158,7 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         pricing: current.pricing.unwrap_or_default(),
         max_reply_bytes: current.max_reply_bytes,
         max_prompt_bytes: current.max_prompt_bytes,
+        cache_control: current.cache_control.unwrap_or_default(),
     };
     if !args.no_check {
         eprintln!("Checking {model} at {base_url} …");

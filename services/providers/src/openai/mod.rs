@@ -58,7 +58,12 @@ impl ModelProvider for OpenAiChat {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let config = self.config();
-        let body = request::render(&request, config.stream, config.default_max_tokens);
+        let body = request::render(
+            &request,
+            config.stream,
+            config.default_max_tokens,
+            config.cache_control,
+        );
         let decoder = response::ChatDecoder::new(sink);
         self.endpoint
             .post(self.name(), &body, decoder, cancel)

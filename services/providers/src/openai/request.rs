@@ -34,10 +34,34 @@ struct ChatMessage<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
     /// `null` only for an assistant turn that is nothing but tool calls.
-    content: Option<Cow<'a, str>>,
+    content: Option<Content<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<ChatToolCall<'a>>,
 }
+
+/// A message's content: plain text, or one text part marked as a prompt-cache breakpoint.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Marked([CachedPart<'a>; 1]),
+}
+
+/// A text part with `cache_control`, the shape OpenRouter passes on to Anthropic.
+#[derive(Debug, Serialize)]
+struct CachedPart<'a> {
+    r#type: &'static str,
+    text: Cow<'a, str>,
+    cache_control: CacheMark,
+}
+
+#[derive(Debug, Serialize)]
+struct CacheMark {
+    r#type: &'static str,
+}
+
+/// Anthropic (behind a router) accepts at most this many breakpoints.
+const MAX_BREAKPOINTS: usize = 4;
 
 #[derive(Debug, Serialize)]
 struct ChatToolCall<'a> {
@@ -70,17 +94,33 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-/// The body for `request`.
+/// The body for `request`; with `cache_control`, the request's cache breakpoints (the system
+/// prompt, the last messages) are marked as Anthropic's wire marks them.
 pub(crate) fn render<'a>(
     request: &'a ModelRequest<'a>,
     stream: bool,
     default_max_tokens: Option<u32>,
+    cache_control: bool,
 ) -> ChatBody<'a> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
+    let has_system = !request.system.is_empty();
+    if has_system {
         messages.push(ChatMessage::text("system", request.system));
     }
     messages.extend(request.messages.iter().map(render_message));
+    if cache_control {
+        let system = (has_system && request.cache.system).then_some(0);
+        let budget = MAX_BREAKPOINTS - usize::from(system.is_some());
+        let marks = request.cache.messages.iter().rev().take(budget);
+        let positions = system
+            .into_iter()
+            .chain(marks.map(|index| index + usize::from(has_system)));
+        for position in positions {
+            if let Some(message) = messages.get_mut(position) {
+                message.mark();
+            }
+        }
+    }
     let tools: Vec<ChatTool<'a>> = request.tools.iter().map(render_tool).collect();
     ChatBody {
         model: request.model,
@@ -101,8 +141,25 @@ impl<'a> ChatMessage<'a> {
         Self {
             role,
             tool_call_id: None,
-            content: Some(content.into()),
+            content: Some(Content::Text(content.into())),
             tool_calls: Vec::new(),
+        }
+    }
+
+    /// Marks the message's text as a cache breakpoint (a message with no text, an assistant
+    /// turn of tool calls only, is left as it is).
+    fn mark(&mut self) {
+        if let Some(Content::Text(text)) = self
+            .content
+            .take_if(|c| matches!(c, Content::Text(t) if !t.is_empty()))
+        {
+            self.content = Some(Content::Marked([CachedPart {
+                r#type: "text",
+                text,
+                cache_control: CacheMark {
+                    r#type: "ephemeral",
+                },
+            }]));
         }
     }
 }
@@ -119,7 +176,7 @@ fn render_message(message: &Message) -> ChatMessage<'_> {
         },
         Role::Assistant => ChatMessage {
             content: (!message.content.is_empty() || message.tool_calls.is_empty())
-                .then_some(Cow::Borrowed(message.content.as_str())),
+                .then_some(Content::Text(Cow::Borrowed(message.content.as_str()))),
             tool_calls: message.tool_calls.iter().map(render_call).collect(),
             ..ChatMessage::text("assistant", "")
         },
@@ -216,7 +273,7 @@ mod tests {
         }];
         let cache = CacheBreakpoints::system_and_last_three(messages.len());
         let request = request(&messages, &tools, &cache, ToolChoice::None);
-        let body = json_of(&render(&request, true, Some(100)));
+        let body = json_of(&render(&request, true, Some(100), false));
         assert_eq!(
             body,
             json!({
@@ -246,12 +303,54 @@ mod tests {
         let cache = CacheBreakpoints::default();
         let mut req = request(&messages, &[], &cache, ToolChoice::None);
         req.system = "";
-        let body = json_of(&render(&req, false, None));
+        let body = json_of(&render(&req, false, None, false));
         assert_eq!(
             body,
             json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
         );
         req.max_tokens = Some(7);
-        assert_eq!(json_of(&render(&req, false, Some(100)))["max_tokens"], 7);
+        assert_eq!(
+            json_of(&render(&req, false, Some(100), false))["max_tokens"],
+            7
+        );
+    }
+
+    #[test]
+    fn cache_breakpoints_are_content_parts_only_when_asked() {
+        let messages = vec![
+            Message::user("first"),
+            Message::assistant("second"),
+            Message::user("third"),
+            Message::assistant("fourth"),
+            Message::user("fifth"),
+        ];
+        let cache = CacheBreakpoints::system_and_last_three(messages.len());
+        let req = request(&messages, &[], &cache, ToolChoice::Auto);
+        let plain = json_of(&render(&req, false, None, false));
+        assert!(
+            plain["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|m| m["content"].is_string())
+        );
+        let marked = json_of(&render(&req, false, None, true));
+        let mark = json!([{"type": "text", "text": "You are helpful.", "cache_control": {"type": "ephemeral"}}]);
+        assert_eq!(marked["messages"][0]["content"], mark, "the system prompt");
+        let marked_texts: Vec<&str> = marked["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["content"].is_array())
+            .map(|m| m["content"][0]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            marked_texts,
+            ["You are helpful.", "third", "fourth", "fifth"]
+        );
+        assert_eq!(
+            marked["messages"][1]["content"], "first",
+            "older turns stay text"
+        );
     }
 }
