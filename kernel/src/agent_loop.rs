@@ -660,8 +660,8 @@ impl AgentLoop {
             match self.routes.get(next) {
                 Some(fallback) if can_fall_back => {
                     events.emit(AgentEvent::FallbackActivated {
-                        from: route.model.clone(),
-                        to: fallback.model.clone(),
+                        from: route.label(),
+                        to: fallback.label(),
                         error: error.to_string(),
                     });
                     self.state.route = next;
@@ -681,7 +681,13 @@ impl AgentLoop {
         let cost_usd = self.budget.charge(usage);
         self.state.usage.add(usage);
         self.state.cost_usd += cost_usd;
+        let served_by = self
+            .routes
+            .get(self.state.route)
+            .map(ModelRoute::label)
+            .unwrap_or_default();
         events.emit(AgentEvent::Usage {
+            served_by,
             usage: *usage,
             cost_usd,
         });

@@ -20,6 +20,8 @@ pub enum AgentEvent {
     },
     /// A model call finished.
     Usage {
+        /// The model that served the call, and its masked key when keys are pooled.
+        served_by: String,
         /// Tokens of this call.
         usage: Usage,
         /// Cost of this call in USD (0 without prices).

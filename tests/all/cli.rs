@@ -1205,3 +1205,49 @@ fn a_claude_model_behind_the_openai_wire_gets_cache_breakpoints_and_others_do_no
         "model:\n  cache_control: off\n"
     ));
 }
+
+#[test]
+fn a_pool_of_keys_moves_to_the_next_key_on_an_auth_error_and_says_which_served() {
+    let home = Home::new();
+    home.write_config("model:\n  api_keys: [sk-first-key-1111, sk-second-key-2222]\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::error(401, "Incorrect API key provided"),
+        Step::text("hi"),
+    ]))
+    .unwrap();
+    let mut args = openai_args(&server);
+    args.push("--json".into());
+    let mut command = home.talaria(
+        &std::iter::once("-q")
+            .chain(std::iter::once("hello"))
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>(),
+    );
+    command.env_remove("TALARIA_API_KEY");
+    let output = run(command);
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-first-key-1111")
+    );
+    assert_eq!(
+        requests[1].header("authorization"),
+        Some("Bearer sk-second-key-2222")
+    );
+    let usage = stdout(&output)
+        .lines()
+        .find(|line| line.contains("\"usage\""))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        usage.contains("test-model (key …2222)"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        !stdout(&output).contains("sk-second-key-2222"),
+        "the key itself never shows"
+    );
+}

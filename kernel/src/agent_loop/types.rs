@@ -10,11 +10,23 @@ pub struct ModelRoute {
     pub provider: Arc<dyn ModelProvider>,
     /// Model name at that endpoint.
     pub model: String,
+    /// Which credential of a pool it uses, masked (`…wxyz`); `None` with a single key.
+    pub credential: Option<String>,
+}
+
+impl ModelRoute {
+    /// The model, and the masked credential when the route is one of a pool.
+    pub fn label(&self) -> String {
+        match &self.credential {
+            Some(credential) => format!("{} (key {credential})", self.model),
+            None => self.model.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelRoute {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.provider.name(), self.model)
+        write!(f, "{}:{}", self.provider.name(), self.label())
     }
 }
 

@@ -363,6 +363,7 @@ fn rig_full(
         .map(|(i, m)| ModelRoute {
             provider: m.clone(),
             model: format!("model-{i}"),
+            credential: None,
         })
         .collect();
     let mut ports = Ports::new(tools.clone(), store.clone(), clock.clone());

@@ -282,15 +282,32 @@ pub struct AgentOptions {
 
 /// The primary model, then the fallbacks, in order.
 fn model_routes(settings: &Settings) -> Result<Vec<ModelRoute>, BuildError> {
+    // Routes name their key only when a pool gives one model several keys.
+    let pooled = !settings.config.model.api_keys.is_empty();
     std::iter::once(&settings.primary)
         .chain(&settings.fallbacks)
         .map(|model| {
             Ok(ModelRoute {
                 provider: provider_for(model, &settings.config.network)?,
                 model: model.model.clone(),
+                credential: pooled.then(|| masked_key(model.api_key.as_deref())),
             })
         })
         .collect()
+}
+
+/// The last four characters of a key, for telling pooled keys apart.
+fn masked_key(key: Option<&str>) -> String {
+    let key = key.unwrap_or_default();
+    let tail: String = key
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("…{tail}")
 }
 
 /// The configured `delegation.max_depth`, checked.

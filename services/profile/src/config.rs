@@ -42,6 +42,10 @@ pub struct ModelConfig {
     /// Largest request sent to the endpoint, in bytes (default 32 MiB).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_prompt_bytes: Option<u64>,
+    /// More keys for the same model (a credential pool): on an auth, quota or rate-limit error
+    /// that retries do not cure, the next key is used for the rest of the session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_keys: Vec<String>,
     /// Prompt-cache breakpoints on the OpenAI wire (`cache_control` content parts, which
     /// OpenRouter passes to Claude): `auto` (on for model names containing `claude`), `on`, `off`.
     #[serde(skip_serializing_if = "Option::is_none")]

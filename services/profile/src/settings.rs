@@ -164,7 +164,7 @@ impl Settings {
         let Some(model) = model.filter(|_| missing.is_empty()) else {
             return Err(SettingsError::Missing(missing));
         };
-        let primary = ModelSettings {
+        let mut primary = ModelSettings {
             provider,
             model,
             base_url,
@@ -176,19 +176,25 @@ impl Settings {
             max_prompt_bytes: file.max_prompt_bytes,
             cache_control: file.cache_control.unwrap_or_default(),
         };
-        let fallbacks = config
-            .fallback
-            .iter()
-            .enumerate()
-            .map(|(i, entry)| {
-                derived(
-                    entry,
-                    &primary,
-                    &format!("fallback[{i}]"),
-                    &config_path.to_string(),
-                )
-            })
-            .collect::<Result<_, _>>()?;
+        // A credential pool: the same model with each further key, tried before the fallbacks
+        // (the first key of the pool when `api_key` is not set).
+        let mut keys = config.model.api_keys.iter();
+        if primary.api_key.is_none() {
+            primary.api_key = keys.next().cloned();
+        }
+        let pooled = keys.map(|key| ModelSettings {
+            api_key: Some(key.clone()),
+            ..primary.clone()
+        });
+        let mut fallbacks: Vec<ModelSettings> = pooled.collect();
+        for (i, entry) in config.fallback.iter().enumerate() {
+            fallbacks.push(derived(
+                entry,
+                &primary,
+                &format!("fallback[{i}]"),
+                &config_path.to_string(),
+            )?);
+        }
         let auxiliary = config
             .auxiliary
             .as_ref()
