@@ -255,11 +255,12 @@ async fn a_prompt_with_nothing_to_cut_stops_naming_the_sizes() {
     assert_eq!(model.requests().len(), 1, "no blind retry");
 }
 
-#[tokio::test]
-async fn an_output_budget_too_large_lowers_max_tokens_instead_of_compressing() {
+/// Two huge results, then "input + max_tokens exceed the window" with `available` tokens of
+/// room, then an answer: the requests the model saw and the rig.
+async fn output_budget_refused(available: u32) -> (Vec<SeenRequest>, Rig) {
     let mut replies = two_huge_results();
     replies.push(Reply::Err(ModelError::OutputBudgetTooLarge {
-        available: 2_000,
+        available,
         message: "input length and `max_tokens` exceed context limit".into(),
     }));
     replies.push(text("all done"));
@@ -269,7 +270,12 @@ async fn an_output_budget_too_large_lowers_max_tokens_instead_of_compressing() {
         rig.run("read it twice").await.unwrap(),
         Exit::Final("all done".into())
     );
-    let requests = model.requests();
+    (model.requests(), rig)
+}
+
+#[tokio::test]
+async fn an_output_budget_too_large_lowers_max_tokens_instead_of_compressing() {
+    let (requests, rig) = output_budget_refused(2_000).await;
     assert_eq!(requests[3].max_tokens, Some(2_000));
     assert_eq!(
         requests[3].messages, requests[2].messages,
@@ -280,19 +286,7 @@ async fn an_output_budget_too_large_lowers_max_tokens_instead_of_compressing() {
 
 #[tokio::test]
 async fn too_little_room_for_output_shrinks_the_prompt_instead() {
-    let mut replies = two_huge_results();
-    replies.push(Reply::Err(ModelError::OutputBudgetTooLarge {
-        available: 100,
-        message: "input length and `max_tokens` exceed context limit".into(),
-    }));
-    replies.push(text("all done"));
-    let model = ScriptedModel::new(replies);
-    let mut rig = rig(std::slice::from_ref(&model), Budget::default());
-    assert_eq!(
-        rig.run("read it twice").await.unwrap(),
-        Exit::Final("all done".into())
-    );
-    let requests = model.requests();
+    let (requests, rig) = output_budget_refused(100).await;
     assert!(request_tokens(&requests[3]) < request_tokens(&requests[2]));
     assert_eq!(rig.agent.state().compressions, 1);
 }

@@ -290,24 +290,14 @@ fn model_routes(settings: &Settings) -> Result<Vec<ModelRoute>, BuildError> {
             Ok(ModelRoute {
                 provider: provider_for(model, &settings.config.network)?,
                 model: model.model.clone(),
-                credential: pooled.then(|| masked_key(model.api_key.as_deref())),
+                credential: pooled.then(|| {
+                    talaria_profile::config_edit::mask_secret(
+                        model.api_key.as_deref().unwrap_or_default(),
+                    )
+                }),
             })
         })
         .collect()
-}
-
-/// The last four characters of a key, for telling pooled keys apart.
-fn masked_key(key: Option<&str>) -> String {
-    let key = key.unwrap_or_default();
-    let tail: String = key
-        .chars()
-        .rev()
-        .take(4)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    format!("…{tail}")
 }
 
 /// The configured `delegation.max_depth`, checked.

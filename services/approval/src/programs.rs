@@ -55,6 +55,16 @@ pub(crate) struct Spawn {
     /// Every word after the command is the command it runs.
     #[serde(default)]
     pub rest: bool,
+    /// `command` split into words, once at load.
+    #[serde(skip)]
+    words: Vec<String>,
+}
+
+impl Spawn {
+    /// The program the rule is about (`git rebase` → `git`).
+    pub fn program(&self) -> &str {
+        self.words.first().map_or("", String::as_str)
+    }
 }
 
 #[derive(Deserialize)]
@@ -114,7 +124,14 @@ impl Programs {
             runs: file.runs_arguments.into_iter().collect(),
             data: file.data_arguments.into_iter().collect(),
             interpreters,
-            spawns: file.spawns,
+            spawns: file
+                .spawns
+                .into_iter()
+                .map(|spawn| Spawn {
+                    words: spawn.command.split(' ').map(str::to_owned).collect(),
+                    ..spawn
+                })
+                .collect(),
             spawn_variables: file.spawn_variables.into_iter().collect(),
             long_options: file.long_options,
             global_options_with_values: file.global_options_with_values,
@@ -154,9 +171,9 @@ impl Programs {
         command: &'a [&'a str],
     ) -> impl Iterator<Item = (&'a Spawn, usize)> {
         self.spawns.iter().filter_map(move |spawn| {
-            let words: Vec<&str> = spawn.command.split(' ').collect();
-            (command.len() >= words.len() && command[..words.len()] == words[..])
-                .then_some((spawn, words.len()))
+            let named = spawn.words.len();
+            (command.len() >= named && command[..named] == spawn.words[..])
+                .then_some((spawn, named))
         })
     }
 

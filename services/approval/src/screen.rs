@@ -288,7 +288,7 @@ impl<'a> Command<'a> {
                     // git command line.
                     let command = match (key.starts_with("alias."), command.strip_prefix('!')) {
                         (_, Some(shell)) => shell.to_owned(),
-                        (true, None) => format!("{} {command}", command_name(spawn)),
+                        (true, None) => format!("{} {command}", spawn.program()),
                         (false, None) => command.to_owned(),
                     };
                     screening.spawned.push(command);
@@ -431,11 +431,6 @@ impl<'a> Command<'a> {
             .collect::<Vec<_>>()
             .join(" ")
     }
-}
-
-/// The program of a spawn rule's command (`git rebase` → `git`).
-fn command_name(spawn: &crate::programs::Spawn) -> &str {
-    spawn.command.split(' ').next().unwrap_or_default()
 }
 
 /// `/usr/bin/git` is `git`.

@@ -20,7 +20,7 @@ use brush_parser::{Parser, ParserOptions};
 /// Programs an unknown command word is tried as: those whose arguments decide whether they are
 /// hardline (`… -rf /`, `… of=/dev/sda`, `… -R 777 /`). Not programs that are hardline whatever
 /// follows (`mkfs`): then every unknown word would be.
-pub(crate) const STAND_INS: &[&str] = &["rm", "dd", "chmod", "chown"];
+const STAND_INS: &[&str] = &["rm", "dd", "chmod", "chown"];
 
 /// A span of characters in the parsed line: start, end (exclusive).
 pub(crate) type Span = (usize, usize);

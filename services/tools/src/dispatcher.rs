@@ -178,10 +178,9 @@ impl Dispatcher {
     /// with a tool that changes things, e.g. back into the `.env` it came from.
     fn writes_a_marker(&self, call: &ValidatedCall) -> Option<String> {
         let routed = self.tools.get(&call.call.name)?;
-        let arguments = call.arguments.to_string();
         (self.redact_secrets
             && !routed.entry.flags.read_only
-            && talaria_redact::contains_marker(&arguments))
+            && talaria_redact::contains_marker(&call.call.arguments))
         .then(|| {
             format!(
                 "refused: the arguments hold a redaction marker ({}), which stands for a secret \
