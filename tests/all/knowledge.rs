@@ -216,3 +216,44 @@ fn skill_list_shows_hermes_nesting_and_check_names_broken_skills() {
         "{listed}"
     );
 }
+
+#[test]
+fn skill_list_judges_visibility_against_the_sessions_real_toolsets() {
+    let home = Home::new();
+    home.write_config(
+        "model:\n  name: test-model\n  provider: openai\n  base_url: http://127.0.0.1:9/v1\n\
+         tools:\n  disabled: [file]\n",
+    );
+    let write = |name: &str, conditions: &str| {
+        let path = home.path().join("skills").join(name).join("SKILL.md");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = format!("---\nname: {name}\ndescription: A skill.\n{conditions}---\nBody\n");
+        std::fs::write(path, text).unwrap();
+    };
+    write("uses-terminal", "requires_toolsets: [terminal]\n");
+    write(
+        "uses-files",
+        "metadata:\n  hermes:\n    requires_toolsets: [file]\n",
+    );
+    write("instead-of-terminal", "fallback_for_toolsets: [terminal]\n");
+    let list = run(home.talaria(&["skill", "list"]));
+    assert_code(&list, 0);
+    let listed = stdout(&list);
+    let line = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing: {listed}"))
+            .to_owned()
+    };
+    assert!(line("uses-terminal").ends_with("offered"), "{listed}");
+    assert!(
+        line("uses-files").ends_with("hidden: needs file, not enabled"),
+        "{listed}"
+    );
+    assert!(
+        line("instead-of-terminal").ends_with("hidden: a fallback for terminal, which is enabled"),
+        "{listed}"
+    );
+    assert!(!stderr(&list).contains("note:"), "{}", stderr(&list));
+}

@@ -1,6 +1,8 @@
 //! What slash commands read and change on a running agent: usage, title,
 //! yolo, the tool and skill lists, undoing the last turn.
 
+use std::collections::BTreeSet;
+
 use talaria_kernel::compress::SUMMARY_PREFIX;
 use talaria_kernel::{Role, Usage};
 use talaria_plugin_host::{PluginCommandSpec, PluginCommands, PluginSkin};
@@ -148,6 +150,11 @@ impl Agent {
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools
+    }
+
+    /// The tools and the toolsets the model can call in this session.
+    pub fn enabled_tools(&self) -> (BTreeSet<String>, BTreeSet<String>) {
+        (self.tools.visible_tools(), self.tools.visible_toolsets())
     }
 
     /// The skills offered in this session.

@@ -37,6 +37,13 @@ pub async fn run(args: SlashCommandArgs, home: &ProfileHome) -> Status {
 }
 
 async fn session_registry(home: &ProfileHome, surface: Surfaces) -> Result<Registry, String> {
+    let agent = terminal_session(home).await?;
+    Ok(registry_for(&agent, surface))
+}
+
+/// The agent a terminal session would start with (nothing is sent to the model), for
+/// listing what that session offers.
+pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String> {
     let (env, config) = talaria_profile::load_profile(home).map_err(|e| e.to_string())?;
     let settings =
         Settings::resolve(&Default::default(), &env, config, home).map_err(|e| e.to_string())?;
@@ -47,8 +54,7 @@ async fn session_registry(home: &ProfileHome, surface: Surfaces) -> Result<Regis
         approver: std::sync::Arc::new(talaria_approval::DenyAll),
         resume: None,
     };
-    let agent = Agent::build(&settings, home, options)
+    Agent::build(&settings, home, options)
         .await
-        .map_err(|e| e.to_string())?;
-    Ok(registry_for(&agent, surface))
+        .map_err(|e| e.to_string())
 }

@@ -130,7 +130,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
-            Some(args::Command::Skill(command)) => skills_cmd::run(command, &home),
+            Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,

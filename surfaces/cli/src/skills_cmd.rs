@@ -1,13 +1,21 @@
 //! `talaria skill list|check`: the skills as the agent will load them.
 
+use std::collections::BTreeSet;
+
 use talaria_profile::ProfileHome;
 use talaria_skills::{IssueKind, Skill, SkillIndex, SkillIssue};
 
 use crate::args::SkillCommand;
 use crate::exit::Status;
 
+/// What the session the skills are judged against can call.
+struct Enabled {
+    tools: BTreeSet<String>,
+    toolsets: BTreeSet<String>,
+}
+
 /// Runs a `talaria skill` subcommand.
-pub fn run(command: SkillCommand, home: &ProfileHome) -> Status {
+pub async fn run(command: SkillCommand, home: &ProfileHome) -> Status {
     let (index, issues) = SkillIndex::load(talaria_agent::skill_roots(home));
     let skipped: Vec<&SkillIssue> = issues
         .iter()
@@ -15,13 +23,25 @@ pub fn run(command: SkillCommand, home: &ProfileHome) -> Status {
         .collect();
     match command {
         SkillCommand::List => {
+            // Visibility as a terminal session of this profile would judge it; without a
+            // usable profile, the conditions themselves are shown.
+            let enabled = match crate::commands_cmd::terminal_session(home).await {
+                Ok(agent) => {
+                    let (tools, toolsets) = agent.enabled_tools();
+                    Some(Enabled { tools, toolsets })
+                }
+                Err(reason) => {
+                    eprintln!("note: {reason}; showing each skill's conditions instead");
+                    None
+                }
+            };
             for skill in index.skills() {
                 println!(
                     "{:<32} {:<24} {:<8} {}",
                     skill.name(),
                     skill.category,
                     if skill.bundled { "bundled" } else { "user" },
-                    offered(skill)
+                    offered(skill, enabled.as_ref())
                 );
             }
             for issue in &skipped {
@@ -63,8 +83,9 @@ pub fn run(command: SkillCommand, home: &ProfileHome) -> Status {
     }
 }
 
-/// Whether the agent offers the skill, or the condition it waits for.
-fn offered(skill: &Skill) -> String {
+/// Whether a terminal session offers the skill, or why not; with no session to judge
+/// against, the conditions it waits for.
+fn offered(skill: &Skill, enabled: Option<&Enabled>) -> String {
     let meta = &skill.meta;
     // Loaded platform lists are canonical (`macos`, `linux`, `windows`), as is the OS name.
     let here = std::env::consts::OS;
@@ -72,23 +93,56 @@ fn offered(skill: &Skill) -> String {
         return format!("hidden: only on {}", meta.platforms.join(", "));
     }
     let conditions = &meta.conditions;
-    let needs: Vec<&str> = conditions
+    let Some(enabled) = enabled else {
+        let needs = names(&conditions.requires_toolsets, &conditions.requires_tools);
+        let fallback = names(
+            &conditions.fallback_for_toolsets,
+            &conditions.fallback_for_tools,
+        );
+        return match (needs.is_empty(), fallback.is_empty()) {
+            (true, true) => "offered".to_owned(),
+            (false, _) => format!("offered when {} is enabled", needs.join(", ")),
+            (true, false) => format!("offered only when {} is missing", fallback.join(", ")),
+        };
+    };
+    let missing: Vec<&str> = conditions
         .requires_toolsets
         .iter()
-        .chain(&conditions.requires_tools)
+        .filter(|t| !enabled.toolsets.contains(*t))
+        .chain(
+            conditions
+                .requires_tools
+                .iter()
+                .filter(|t| !enabled.tools.contains(*t)),
+        )
         .map(String::as_str)
         .collect();
-    let fallback: Vec<&str> = conditions
+    if !missing.is_empty() {
+        return format!("hidden: needs {}, not enabled", missing.join(", "));
+    }
+    let present: Vec<&str> = conditions
         .fallback_for_toolsets
         .iter()
-        .chain(&conditions.fallback_for_tools)
+        .filter(|t| enabled.toolsets.contains(*t))
+        .chain(
+            conditions
+                .fallback_for_tools
+                .iter()
+                .filter(|t| enabled.tools.contains(*t)),
+        )
         .map(String::as_str)
         .collect();
-    match (needs.is_empty(), fallback.is_empty()) {
-        (true, true) => "offered".to_owned(),
-        (false, _) => format!("offered when {} is enabled", needs.join(", ")),
-        (true, false) => format!("offered only when {} is missing", fallback.join(", ")),
+    if !present.is_empty() {
+        return format!(
+            "hidden: a fallback for {}, which is enabled",
+            present.join(", ")
+        );
     }
+    "offered".to_owned()
+}
+
+fn names<'a>(toolsets: &'a [String], tools: &'a [String]) -> Vec<&'a str> {
+    toolsets.iter().chain(tools).map(String::as_str).collect()
 }
 
 /// The skill directory's name of a skipped `SKILL.md`.
