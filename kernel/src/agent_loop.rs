@@ -25,6 +25,7 @@ use crate::retry::RetryPolicy;
 use crate::scrub::{StreamScrubber, scrub};
 use crate::validate::{apply_pre_tool, dedupe_call_ids, place_results, validate_call};
 
+mod call;
 mod overflow;
 mod types;
 pub use types::*;
@@ -60,55 +61,6 @@ enum CallError {
 struct Charge {
     usage: Usage,
     cost_usd: f64,
-}
-
-/// Passes stream events to the surface as they arrive, with memory-context
-/// blocks scrubbed from the visible text.
-struct ForwardStream<'a> {
-    events: &'a dyn EventSink,
-    scrubber: std::sync::Mutex<StreamScrubber>,
-}
-
-impl<'a> ForwardStream<'a> {
-    fn new(events: &'a dyn EventSink) -> Self {
-        Self {
-            events,
-            scrubber: std::sync::Mutex::new(StreamScrubber::new()),
-        }
-    }
-
-    fn emit_text(&self, text: String) {
-        if !text.is_empty() {
-            self.events
-                .emit(AgentEvent::Stream(StreamEvent::TextDelta { text }));
-        }
-    }
-
-    /// Shows what was held back when the stream ends.
-    fn finish(&self) {
-        let rest = self
-            .scrubber
-            .lock()
-            .map(|mut s| s.finish())
-            .unwrap_or_default();
-        self.emit_text(rest);
-    }
-}
-
-impl StreamSink for ForwardStream<'_> {
-    fn on_event(&self, event: &StreamEvent) {
-        match event {
-            StreamEvent::TextDelta { text } => {
-                let visible = self
-                    .scrubber
-                    .lock()
-                    .map(|mut s| s.push(text))
-                    .unwrap_or_default();
-                self.emit_text(visible);
-            }
-            other => self.events.emit(AgentEvent::Stream(other.clone())),
-        }
-    }
 }
 
 /// The agent loop.
@@ -453,6 +405,16 @@ impl AgentLoop {
         self.state.partial_text.push_str(&message.content);
         self.persist(conversation, message, Some(&charge), events)
             .await;
+        if finish == FinishReason::ContentFilter {
+            // Not retried: the same prompt meets the same filter. The user sees why the
+            // reply stops where it does.
+            events.emit(AgentEvent::Warning {
+                message: format!(
+                    "{} stopped the reply: the provider's content filter refused it",
+                    self.active_model()
+                ),
+            });
+        }
         if finish == FinishReason::Length
             && self.state.continuations < self.config.max_continuations
         {
@@ -577,124 +539,6 @@ impl AgentLoop {
         self.persist(conversation, message, charge.as_ref(), events)
             .await;
         Step::Exit(Exit::BudgetExhausted { exhausted, summary })
-    }
-
-    /// One model call with retries and the fallback chain; the reply comes with
-    /// its charge, for the caller to persist with the reply's message.
-    async fn call_model(
-        &mut self,
-        conversation: &Conversation,
-        tool_choice: ToolChoice,
-        events: &dyn EventSink,
-        cancel: &CancellationToken,
-    ) -> Result<(ModelResponse, Charge), CallError> {
-        self.state.iterations += 1;
-        let cache = CacheBreakpoints::system_and_last_three(conversation.messages.len());
-        loop {
-            let Some(route) = self.routes.get(self.state.route).cloned() else {
-                return Err(CallError::Failed(LoopError::NoModel));
-            };
-            let request = ModelRequest {
-                model: &route.model,
-                system: conversation.prompt.system(),
-                messages: &conversation.messages,
-                tools: conversation.prompt.tools(),
-                tool_choice,
-                cache: &cache,
-                max_tokens: overflow::output_budget(
-                    self.config.max_tokens,
-                    self.state.max_tokens_cap,
-                ),
-            };
-            events.emit(AgentEvent::ModelRequest {
-                iteration: self.state.iterations,
-                model: route.model.clone(),
-            });
-            let sink = ForwardStream::new(events);
-            let result = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(ModelError::Cancelled),
-                result = route.provider.complete(request, &sink, cancel) => result,
-            };
-            sink.finish();
-            let error = match result {
-                Ok(response) => {
-                    self.state.retries = 0;
-                    let charge = self.account(&response.usage, events);
-                    let session = HookSession {
-                        session_id: &conversation.session_id,
-                        model: &route.model,
-                    };
-                    self.ports.hooks.post_llm(session, &response).await;
-                    return Ok((response, charge));
-                }
-                Err(ModelError::Cancelled) => return Err(CallError::Interrupted),
-                Err(error) => error,
-            };
-            if error.is_retryable() && self.state.retries < self.config.retry.max_retries {
-                self.state.retries += 1;
-                self.state.total_retries += 1;
-                let delay = self
-                    .config
-                    .retry
-                    .delay(self.state.retries, error.retry_after());
-                events.emit(AgentEvent::Retrying {
-                    attempt: self.state.retries,
-                    delay_ms: duration_ms(delay),
-                    error: error.to_string(),
-                });
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Err(CallError::Interrupted),
-                    _ = self.ports.clock.sleep(delay) => {}
-                }
-                continue;
-            }
-            self.state.retries = 0;
-            let next = self.state.route + 1;
-            // Too long for this model is handled by shrinking, not by another model.
-            let can_fall_back = !matches!(
-                error,
-                ModelError::ContextOverflow { .. } | ModelError::OutputBudgetTooLarge { .. }
-            );
-            match self.routes.get(next) {
-                Some(fallback) if can_fall_back => {
-                    events.emit(AgentEvent::FallbackActivated {
-                        from: route.label(),
-                        to: fallback.label(),
-                        error: error.to_string(),
-                    });
-                    self.state.route = next;
-                }
-                _ => {
-                    return Err(CallError::Failed(LoopError::Model {
-                        model: route.model,
-                        error,
-                    }));
-                }
-            }
-        }
-    }
-
-    /// Charges a call to the budget and the run's totals.
-    fn account(&mut self, usage: &Usage, events: &dyn EventSink) -> Charge {
-        let cost_usd = self.budget.charge(usage);
-        self.state.usage.add(usage);
-        self.state.cost_usd += cost_usd;
-        let served_by = self
-            .routes
-            .get(self.state.route)
-            .map(ModelRoute::label)
-            .unwrap_or_default();
-        events.emit(AgentEvent::Usage {
-            served_by,
-            usage: *usage,
-            cost_usd,
-        });
-        Charge {
-            usage: *usage,
-            cost_usd,
-        }
     }
 
     /// Answers every outstanding call so the conversation stays valid.

@@ -158,7 +158,44 @@ pub enum ModelError {
         /// Delay the provider asked for (`Retry-After`).
         retry_after: Option<Duration>,
     },
-    /// The provider failed (5xx, overloaded).
+    /// The key's credit or quota is used up (402, `insufficient_quota`, a spend limit):
+    /// waiting seconds will not help, so the next credential or fallback is tried at once.
+    #[error("quota or credit exhausted: {message}")]
+    QuotaExhausted {
+        /// Provider's explanation.
+        message: String,
+        /// When the provider says the quota comes back, if it says.
+        retry_after: Option<Duration>,
+    },
+    /// The provider is short of capacity for everyone (529, 503): back off, then fall back.
+    #[error("provider overloaded ({status}): {message}")]
+    Overloaded {
+        /// HTTP status.
+        status: u16,
+        /// Provider's explanation.
+        message: String,
+        /// Delay the provider asked for (`Retry-After`).
+        retry_after: Option<Duration>,
+    },
+    /// The provider does not serve the model asked for: another route may.
+    #[error("model not found: {message}")]
+    ModelNotFound {
+        /// Provider's explanation.
+        message: String,
+    },
+    /// A provider's content filter or moderation refused the prompt or the reply.
+    #[error("refused by the provider's content filter: {message}")]
+    ContentFiltered {
+        /// Provider's explanation.
+        message: String,
+    },
+    /// The connection dropped while the reply was streaming.
+    #[error("the reply stream was cut off: {message}")]
+    StreamInterrupted {
+        /// What happened.
+        message: String,
+    },
+    /// The provider failed (5xx).
     #[error("server error {status}: {message}")]
     Server {
         /// HTTP status.
@@ -228,6 +265,8 @@ impl ModelError {
             self,
             ModelError::RateLimited { .. }
                 | ModelError::Server { .. }
+                | ModelError::Overloaded { .. }
+                | ModelError::StreamInterrupted { .. }
                 | ModelError::Connect { .. }
                 | ModelError::Timeout { .. }
                 | ModelError::Malformed { .. }
@@ -238,8 +277,45 @@ impl ModelError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::RateLimited { retry_after, .. }
-            | ModelError::Server { retry_after, .. } => *retry_after,
+            | ModelError::Server { retry_after, .. }
+            | ModelError::Overloaded { retry_after, .. }
+            | ModelError::QuotaExhausted { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+
+    /// Whether another route (the next key of a pool, or a fallback model) may succeed
+    /// where this one failed. A prompt that is too long is shrunk instead: every model
+    /// would get the same prompt.
+    pub fn may_fall_back(&self) -> bool {
+        !matches!(
+            self,
+            ModelError::ContextOverflow { .. }
+                | ModelError::OutputBudgetTooLarge { .. }
+                | ModelError::TooLarge { .. }
+                | ModelError::Cancelled
+        )
+    }
+
+    /// A stable name for the class, for logs and `--json` output.
+    pub fn class(&self) -> &'static str {
+        match self {
+            ModelError::Auth { .. } => "auth",
+            ModelError::QuotaExhausted { .. } => "quota_exhausted",
+            ModelError::RateLimited { .. } => "rate_limited",
+            ModelError::Overloaded { .. } => "overloaded",
+            ModelError::Server { .. } => "server_error",
+            ModelError::ContextOverflow { .. } => "context_overflow",
+            ModelError::OutputBudgetTooLarge { .. } => "output_budget_too_large",
+            ModelError::ModelNotFound { .. } => "model_not_found",
+            ModelError::ContentFiltered { .. } => "content_filtered",
+            ModelError::InvalidRequest { .. } => "invalid_request",
+            ModelError::Connect { .. } => "connect",
+            ModelError::Timeout { .. } => "timeout",
+            ModelError::StreamInterrupted { .. } => "stream_interrupted",
+            ModelError::Malformed { .. } => "malformed_response",
+            ModelError::TooLarge { .. } => "too_large",
+            ModelError::Cancelled => "cancelled",
         }
     }
 }

@@ -8,5 +8,7 @@ mod support;
 mod agent_loop;
 #[path = "all/compression.rs"]
 mod compression;
+#[path = "all/error_recovery.rs"]
+mod error_recovery;
 #[path = "all/hooks.rs"]
 mod hooks;

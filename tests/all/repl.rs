@@ -378,3 +378,45 @@ fn a_dangerous_command_is_approved_inline_at_the_prompt() {
     assert!(!work.path().join("build").exists(), "approved once: it ran");
     quit(session);
 }
+
+#[test]
+fn a_used_up_key_of_a_pool_is_skipped_by_the_next_session_of_the_process() {
+    let home = Home::new();
+    let work = home.workdir();
+    // The environment's key (sk-test) comes first, then the pool's.
+    home.write_config("model:\n  api_keys: [sk-second-key-2222]\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::error(
+            429,
+            "You exceeded your current quota, please check your plan and billing details.",
+        ),
+        Step::text("first answer"),
+        Step::text("second answer"),
+    ]))
+    .unwrap();
+    let mut session = repl(&home, work.path(), &server, &[]);
+    prompt(&mut session);
+    session.send_line("one").unwrap();
+    session.exp_string("first answer").unwrap();
+    prompt(&mut session);
+    session.send_line("/new").unwrap();
+    prompt(&mut session);
+    session.send_line("two").unwrap();
+    session.exp_string("second answer").unwrap();
+    prompt(&mut session);
+    quit(session);
+    let keys: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "Bearer sk-test",
+            "Bearer sk-second-key-2222",
+            "Bearer sk-second-key-2222"
+        ],
+        "the quota error is not retried on its key, and the new session does not ask it again"
+    );
+}

@@ -21,11 +21,13 @@ pub struct SeenRequest {
     pub max_tokens: Option<u32>,
 }
 
-/// A provider that answers from a script; `Hang` waits for cancellation.
+/// A provider that answers from a script; `Hang` waits for cancellation; `Cut` streams
+/// some text, then fails (a connection dropped mid-reply).
 pub enum Reply {
     Ok(ModelResponse),
     Err(ModelError),
     Hang,
+    Cut(&'static str, ModelError),
 }
 
 pub struct ScriptedModel {
@@ -92,6 +94,12 @@ impl ModelProvider for ScriptedModel {
                 Ok(response)
             }
             Some(Reply::Err(error)) => Err(error),
+            Some(Reply::Cut(shown, error)) => {
+                sink.on_event(&StreamEvent::TextDelta {
+                    text: shown.to_owned(),
+                });
+                Err(error)
+            }
             Some(Reply::Hang) => {
                 cancel.cancelled().await;
                 Err(ModelError::Cancelled)
@@ -354,9 +362,6 @@ fn rig_full(
     clock: FakeClock,
     tweak: impl FnOnce(&mut Ports, &mut LoopConfig),
 ) -> Rig {
-    let tools = FakeTools::new();
-    let store = Arc::new(store);
-    let clock = Arc::new(clock);
     let routes = models
         .iter()
         .enumerate()
@@ -366,6 +371,20 @@ fn rig_full(
             credential: None,
         })
         .collect();
+    rig_routes(routes, budget, store, clock, tweak)
+}
+
+/// A rig over explicit routes (model names and pooled credentials chosen by the test).
+pub fn rig_routes(
+    routes: Vec<ModelRoute>,
+    budget: Budget,
+    store: MemoryStore,
+    clock: FakeClock,
+    tweak: impl FnOnce(&mut Ports, &mut LoopConfig),
+) -> Rig {
+    let tools = FakeTools::new();
+    let store = Arc::new(store);
+    let clock = Arc::new(clock);
     let mut ports = Ports::new(tools.clone(), store.clone(), clock.clone());
     let mut config = LoopConfig::standard();
     config.retry.base_delay = Duration::from_millis(100);

@@ -12,6 +12,7 @@ use talaria_kernel::{
     Summarizer, SystemClock, ToolDispatcher,
 };
 
+use crate::key_health::RememberedKey;
 use talaria_approval::Approver;
 use talaria_plugin_host::ExecServices;
 use talaria_profile::config::{ApprovalMode, ConfigFile, NetworkConfig};
@@ -77,7 +78,19 @@ pub fn provider_for(
     };
     config.max_reply_bytes = bytes(settings.max_reply_bytes, config.max_reply_bytes);
     config.max_prompt_bytes = bytes(settings.max_prompt_bytes, config.max_prompt_bytes);
-    talaria_providers::build(settings.provider, config).map_err(|e| BuildError(e.to_string()))
+    let provider = talaria_providers::build(settings.provider, config)
+        .map_err(|e| BuildError(e.to_string()))?;
+    Ok(
+        match settings.api_key.as_deref().filter(|key| !key.is_empty()) {
+            Some(key) => RememberedKey::wrap(
+                provider,
+                &settings.base_url,
+                key,
+                talaria_profile::config_edit::mask_secret(key),
+            ),
+            None => provider,
+        },
+    )
 }
 
 /// The agent could not be assembled.

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod auxiliary;
 pub mod exec_setup;
 pub mod grants;
+pub mod key_health;
 pub mod knowledge;
 pub mod plugins;
 pub mod session_ops;

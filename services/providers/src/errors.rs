@@ -30,7 +30,59 @@ const OVERFLOW_HINTS: &[&str] = &[
     "too many tokens",
     "input is too long",
     "reduce the length of the messages",
+    "request_too_large",
 ];
+
+/// Phrasings of "this key's credit or quota is used up" (OpenAI, Anthropic, OpenRouter),
+/// lowercase.
+const QUOTA_HINTS: &[&str] = &[
+    "insufficient_quota",
+    "exceeded your current quota",
+    "credit balance is too low",
+    "insufficient credits",
+    "reached your specified api usage limits",
+    "spend limit",
+];
+
+/// Phrasings of a content filter or moderation refusal, lowercase.
+const FILTER_HINTS: &[&str] = &[
+    "content management policy",
+    "content_filter",
+    "content_policy_violation",
+    "rejected as a result of our safety system",
+    "requires moderation",
+    "input was flagged",
+];
+
+/// Error `code`/`type` strings that name a class whatever the status.
+fn class_for_code(code: &str) -> Option<Class> {
+    Some(match code {
+        "insufficient_quota" | "billing_error" | "enforced_spend_limit_reached" => Class::Quota,
+        "content_filter" | "content_policy_violation" | "moderation_error" => Class::Filtered,
+        "model_not_found" => Class::ModelNotFound,
+        _ => return None,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Quota,
+    Filtered,
+    ModelNotFound,
+}
+
+/// One failure as the provider described it.
+struct Failure<'a> {
+    status: u16,
+    message: String,
+    /// The whole body (or event), searched for phrasings.
+    haystack: &'a str,
+    /// Every `code`/`type` string the body holds, lowercase.
+    codes: Vec<String>,
+    /// OpenRouter's moderation details (`metadata.reasons`, `metadata.flagged_input`).
+    flagged: bool,
+    retry_after: Option<Duration>,
+}
 
 /// Classifies an unsuccessful HTTP response.
 pub(crate) fn from_http(status: u16, headers: &HeaderMap, body: &[u8]) -> ModelError {
@@ -40,14 +92,14 @@ pub(crate) fn from_http(status: u16, headers: &HeaderMap, body: &[u8]) -> ModelE
         .as_ref()
         .and_then(message_from_json)
         .unwrap_or_else(|| fallback_message(status, &text));
-    let quota = json
-        .as_ref()
-        .is_some_and(|v| error_code(v) == Some("insufficient_quota"));
-    if status == 429 && quota {
-        // Billing, not throttling: waiting will not help.
-        return ModelError::InvalidRequest { status, message };
-    }
-    classify(status, message, &text, retry_after::from_headers(headers))
+    classify(Failure {
+        status,
+        message,
+        haystack: &text,
+        codes: json.as_ref().map(error_codes).unwrap_or_default(),
+        flagged: json.as_ref().is_some_and(is_flagged),
+        retry_after: retry_after::from_headers(headers),
+    })
 }
 
 /// Classifies an error object that arrived inside a 200 response (an SSE
@@ -69,17 +121,49 @@ pub(crate) fn from_error_event(event: &Value) -> ModelError {
         })
         .unwrap_or(500);
     let message = message_from_json(event).unwrap_or_else(|| truncate(&event.to_string()));
-    classify(status, message, &event.to_string(), None)
+    let text = event.to_string();
+    classify(Failure {
+        status,
+        message,
+        haystack: &text,
+        codes: error_codes(event),
+        flagged: is_flagged(event),
+        retry_after: None,
+    })
 }
 
-/// Maps a status and the provider's message to an error class. `haystack` is
-/// the text searched for context-overflow phrasings (usually the whole body).
-pub(crate) fn classify(
-    status: u16,
-    message: String,
-    haystack: &str,
-    retry_after: Option<Duration>,
-) -> ModelError {
+/// Maps a failure to an error class: the codes and phrasings that name a class first
+/// (a quota error arrives as 429 from OpenAI, 402 from OpenRouter, 400 from Anthropic),
+/// then the status.
+fn classify(failure: Failure<'_>) -> ModelError {
+    let Failure {
+        status,
+        message,
+        haystack,
+        codes,
+        flagged,
+        retry_after,
+    } = failure;
+    let lower = haystack.to_lowercase();
+    let by_code = codes.iter().find_map(|code| class_for_code(code));
+    let quota = by_code == Some(Class::Quota)
+        || status == 402
+        || QUOTA_HINTS.iter().any(|hint| lower.contains(hint));
+    if quota && status != 401 {
+        return ModelError::QuotaExhausted {
+            message,
+            retry_after,
+        };
+    }
+    let filtered = by_code == Some(Class::Filtered)
+        || flagged
+        || FILTER_HINTS.iter().any(|hint| lower.contains(hint));
+    if filtered && matches!(status, 400 | 403 | 422) {
+        return ModelError::ContentFiltered { message };
+    }
+    if by_code == Some(Class::ModelNotFound) || names_a_missing_model(status, &codes, &lower) {
+        return ModelError::ModelNotFound { message };
+    }
     match status {
         401 | 403 => ModelError::Auth { message },
         429 => ModelError::RateLimited {
@@ -93,12 +177,35 @@ pub(crate) fn classify(
         },
         413 | 422 if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
         408 => ModelError::Timeout { message },
+        503 | 529 => ModelError::Overloaded {
+            status,
+            message,
+            retry_after,
+        },
         500..=599 => ModelError::Server {
             status,
             message,
             retry_after,
         },
         _ => ModelError::InvalidRequest { status, message },
+    }
+}
+
+/// Whether a 404 (or OpenRouter's 400) says the model itself is unknown, as opposed to
+/// a wrong URL: the body must speak of a model.
+fn names_a_missing_model(status: u16, codes: &[String], lower: &str) -> bool {
+    let not_found = codes
+        .iter()
+        .any(|code| matches!(code.as_str(), "not_found_error" | "notfounderror"));
+    let speaks_of_model = lower.contains("model");
+    match status {
+        404 => speaks_of_model || not_found,
+        400 => {
+            lower.contains("is not a valid model id")
+                || (speaks_of_model
+                    && (lower.contains("does not exist") || lower.contains("not found")))
+        }
+        _ => false,
     }
 }
 
@@ -177,8 +284,31 @@ fn message_from_json(body: &Value) -> Option<String> {
     Some(truncate(text.trim()))
 }
 
-fn error_code(body: &Value) -> Option<&str> {
-    body.get("error")?.get("code")?.as_str()
+/// Every `code`/`type` string of the error object and of the body (vLLM puts them at the
+/// top level, Anthropic's spend limit under `error.details.error_code`), lowercase.
+fn error_codes(body: &Value) -> Vec<String> {
+    let error = body.get("error");
+    [
+        error.and_then(|e| e.get("code")),
+        error.and_then(|e| e.get("type")),
+        error
+            .and_then(|e| e.get("details"))
+            .and_then(|d| d.get("error_code")),
+        body.get("code"),
+        body.get("type"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_str)
+    .map(str::to_ascii_lowercase)
+    .collect()
+}
+
+/// OpenRouter's moderation refusal: `error.metadata` with `reasons` or `flagged_input`.
+fn is_flagged(body: &Value) -> bool {
+    body.get("error")
+        .and_then(|e| e.get("metadata"))
+        .is_some_and(|m| m.get("reasons").is_some() || m.get("flagged_input").is_some())
 }
 
 /// The HTTP status matching an error `type`/`code` string from either API.
@@ -191,7 +321,8 @@ fn status_for_error_type(kind: &str) -> Option<u16> {
         "request_too_large" => 413,
         "rate_limit_error" | "rate_limit_exceeded" | "tokens" | "requests" => 429,
         "timeout_error" => 504,
-        "overloaded_error" => 529,
+        "overloaded_error" | "server_overloaded" | "unavailable_error" => 529,
+        "insufficient_quota" | "billing_error" => 402,
         "api_error" | "server_error" => 500,
         _ => return None,
     })
@@ -255,9 +386,17 @@ mod tests {
     #[test]
     fn insufficient_quota_is_not_retried() {
         let body = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        let err = http(429, body);
+        assert!(matches!(err, ModelError::QuotaExhausted { .. }), "{err:?}");
+        assert!(!err.is_retryable());
+        assert!(err.may_fall_back());
+        // A 401 that mentions quota is still a bad key.
         assert!(matches!(
-            http(429, body),
-            ModelError::InvalidRequest { status: 429, .. }
+            http(
+                401,
+                r#"{"error":{"message":"invalid key for quota project"}}"#
+            ),
+            ModelError::Auth { .. }
         ));
     }
 
@@ -266,7 +405,7 @@ mod tests {
         let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
             http(529, body),
-            ModelError::Server {
+            ModelError::Overloaded {
                 status: 529,
                 message: "Overloaded".into(),
                 retry_after: None
@@ -276,7 +415,7 @@ mod tests {
             matches!(http(502, "<html>bad gateway</html>"), ModelError::Server { status: 502, message, .. } if message == "<html>bad gateway</html>")
         );
         assert!(
-            matches!(http(503, ""), ModelError::Server { message, .. } if message == "HTTP 503 (Service Unavailable)")
+            matches!(http(503, ""), ModelError::Overloaded { message, .. } if message == "HTTP 503 (Service Unavailable)")
         );
     }
 
@@ -341,8 +480,13 @@ mod tests {
             }
         );
         assert!(
-            matches!(http(404, r#"{"error":"model 'x' not found"}"#), ModelError::InvalidRequest { status: 404, message } if message == "model 'x' not found")
+            matches!(http(404, r#"{"error":"model 'x' not found"}"#), ModelError::ModelNotFound { message } if message == "model 'x' not found")
         );
+        // A 404 that does not speak of a model is a wrong URL, not a missing model.
+        assert!(matches!(
+            http(404, "404 page not found"),
+            ModelError::InvalidRequest { status: 404, .. }
+        ));
         // Context phrasing only counts for request-shape statuses.
         assert!(matches!(
             http(404, "context length"),
@@ -365,7 +509,7 @@ mod tests {
             json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}});
         assert_eq!(
             from_error_event(&overloaded),
-            ModelError::Server {
+            ModelError::Overloaded {
                 status: 529,
                 message: "Overloaded".into(),
                 retry_after: None

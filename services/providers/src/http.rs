@@ -238,7 +238,9 @@ impl<'a> Body<'a> {
                 Chunk::Data(bytes) => out.extend_from_slice(&bytes),
                 Chunk::End => return Ok(out),
                 Chunk::Broken(reason) => {
-                    return Err(malformed(format!("response body incomplete: {reason}")));
+                    return Err(ModelError::StreamInterrupted {
+                        message: format!("response body incomplete: {reason}"),
+                    });
                 }
             }
         }
@@ -300,7 +302,9 @@ impl<'a> Body<'a> {
                 if handler.may_end() {
                     return Ok(());
                 }
-                return Err(malformed(format!("stream ended before completion{detail}")));
+                return Err(ModelError::StreamInterrupted {
+                    message: format!("stream ended before completion{detail}"),
+                });
             }
         }
     }

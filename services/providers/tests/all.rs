@@ -6,6 +6,8 @@ mod common;
 
 #[path = "all/anthropic.rs"]
 mod anthropic;
+#[path = "all/error_classes.rs"]
+mod error_classes;
 #[path = "all/limits.rs"]
 mod limits;
 #[path = "all/openai.rs"]

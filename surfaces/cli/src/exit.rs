@@ -74,6 +74,27 @@ fn describe(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> S
         }
         // Not retried: the same request would meet the same cap.
         ModelError::TooLarge { message } => format!("model '{model}': {message}"),
+        ModelError::QuotaExhausted { message, .. } => format!(
+            "the key for model '{model}' has no quota or credit left: {message}\n\
+             Add credit with the provider, or give more keys (model.api_keys) or a fallback \
+             model (model.fallback) in {}.",
+            home.config_file().display()
+        ),
+        ModelError::ModelNotFound { message } => format!(
+            "the endpoint {} does not serve a model named '{model}': {message}\n\
+             Check --model or model.name in {}.",
+            primary.base_url,
+            home.config_file().display()
+        ),
+        ModelError::ContentFiltered { message } => format!(
+            "the provider's content filter refused the request to '{model}': {message}\n\
+             Rephrase the request, or use another model."
+        ),
+        ModelError::InvalidRequest { status, message } => format!(
+            "the endpoint {} rejected the request to '{model}' ({status}): {message}\n\
+             It was not retried; the warning above shows the request's shape.",
+            primary.base_url
+        ),
         other => format!("model '{model}' failed after retries: {other}"),
     }
 }

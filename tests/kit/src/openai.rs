@@ -17,11 +17,16 @@ fn finish_reason(finish: Finish) -> &'static str {
 }
 
 fn usage(u: &Usage) -> Value {
+    let mut prompt_details = json!({"cached_tokens": u.cache_read, "audio_tokens": 0});
+    if u.cache_write > 0 {
+        // OpenRouter's field for prompt-cache writes (docs: use-cases/usage-accounting).
+        prompt_details["cache_write_tokens"] = json!(u.cache_write);
+    }
     json!({
         "prompt_tokens": u.prompt,
         "completion_tokens": u.completion,
         "total_tokens": u.prompt + u.completion,
-        "prompt_tokens_details": {"cached_tokens": u.cache_read, "audio_tokens": 0},
+        "prompt_tokens_details": prompt_details,
         "completion_tokens_details": {
             "reasoning_tokens": u.reasoning,
             "audio_tokens": 0,

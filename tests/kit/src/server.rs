@@ -388,8 +388,12 @@ impl Shared {
         recorded.index = state.requests.len();
         if !system.is_empty() {
             let system_tokens = tokens(system.len()).min(usage.prompt);
+            // Writes are billed (and reported) where the client asked for breakpoints:
+            // Anthropic always, a router in front of Claude when `cache_control` is sent.
+            let marks_breakpoints =
+                wire == Wire::Anthropic || recorded.raw_body.contains("\"cache_control\"");
             if state.seen_system_prompts.insert(system) {
-                usage.cache_write = system_tokens;
+                usage.cache_write = if marks_breakpoints { system_tokens } else { 0 };
             } else {
                 usage.cache_read = system_tokens;
             }

@@ -331,7 +331,7 @@ mod tests {
         let err = decoder
             .on_whole(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
             .unwrap_err();
-        assert!(matches!(err, ModelError::Server { status: 529, .. }));
+        assert!(matches!(err, ModelError::Overloaded { status: 529, .. }));
     }
 
     #[test]

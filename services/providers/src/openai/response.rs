@@ -55,11 +55,15 @@ struct WireUsage {
     prompt_tokens_details: Option<PromptDetails>,
     /// DeepSeek's name for cached prompt tokens.
     prompt_cache_hit_tokens: Option<u64>,
+    /// Anthropic's name for tokens written to the cache, passed through by some proxies.
+    cache_creation_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct PromptDetails {
     cached_tokens: Option<u64>,
+    /// Tokens written to the prompt cache (OpenRouter, for providers that bill writes).
+    cache_write_tokens: Option<u64>,
 }
 
 /// Decoder for one Chat Completions response.
@@ -213,11 +217,18 @@ fn map_usage(usage: &WireUsage) -> Usage {
         .and_then(|d| d.cached_tokens)
         .or(usage.prompt_cache_hit_tokens)
         .unwrap_or(0);
+    let written = usage
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cache_write_tokens)
+        .or(usage.cache_creation_input_tokens)
+        .unwrap_or(0);
+    // `prompt_tokens` counts every prompt token, cached or not, on this wire.
     Usage {
-        input_tokens: prompt.saturating_sub(cached),
+        input_tokens: prompt.saturating_sub(cached).saturating_sub(written),
         output_tokens: usage.completion_tokens.unwrap_or(0),
         cache_read_tokens: cached,
-        cache_write_tokens: 0,
+        cache_write_tokens: written,
     }
 }
 
@@ -319,6 +330,33 @@ mod tests {
                 cache_write_tokens: 0
             }
         );
+    }
+
+    #[test]
+    fn usage_counts_cache_writes_reported_by_routers() {
+        // OpenRouter's usage accounting (docs: use-cases/usage-accounting).
+        let openrouter = decode_stream(&[json!({"choices":[],"usage":{
+            "prompt_tokens": 194, "completion_tokens": 2, "cost": 0.95,
+            "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 100, "audio_tokens": 0}}})])
+        .unwrap();
+        assert_eq!(
+            openrouter.usage,
+            Usage {
+                input_tokens: 94,
+                output_tokens: 2,
+                cache_read_tokens: 0,
+                cache_write_tokens: 100
+            }
+        );
+        // A proxy passing Anthropic's field through.
+        let proxied = decode_stream(&[json!({"choices":[],"usage":{
+            "prompt_tokens": 3000, "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 1000},
+            "cache_creation_input_tokens": 1500}})])
+        .unwrap();
+        assert_eq!(proxied.usage.input_tokens, 500);
+        assert_eq!(proxied.usage.cache_read_tokens, 1000);
+        assert_eq!(proxied.usage.cache_write_tokens, 1500);
     }
 
     #[test]

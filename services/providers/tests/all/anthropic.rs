@@ -303,7 +303,7 @@ async fn in_stream_error_events_are_classified() {
         .unwrap_err();
     assert_eq!(
         err,
-        ModelError::Server {
+        ModelError::Overloaded {
             status: 529,
             message: "Overloaded".into(),
             retry_after: None
@@ -335,7 +335,7 @@ async fn stream_without_message_stop_is_malformed() {
     .unwrap_err();
     assert_eq!(
         err,
-        ModelError::Malformed {
+        ModelError::StreamInterrupted {
             message: "stream ended before completion".into()
         }
     );

@@ -301,7 +301,7 @@ async fn invalid_whole_json_is_malformed() {
 }
 
 #[tokio::test]
-async fn stream_cut_mid_way_is_malformed() {
+async fn stream_cut_mid_way_is_interrupted() {
     let body =
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\ndata: {\"choi";
     // No terminating chunk: the connection just closes.
@@ -311,7 +311,7 @@ async fn stream_cut_mid_way_is_malformed() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, ModelError::Malformed { message } if message.starts_with("stream ended before completion: ")),
+        matches!(&err, ModelError::StreamInterrupted { message } if message.starts_with("stream ended before completion: ")),
         "{err:?}"
     );
     assert_eq!(sink.text(), "partial");
@@ -325,7 +325,7 @@ async fn clean_end_without_done_needs_a_finish_reason() {
     let err = stream_hi(&server).await.unwrap_err();
     assert_eq!(
         err,
-        ModelError::Malformed {
+        ModelError::StreamInterrupted {
             message: "stream ended before completion".into()
         }
     );

@@ -152,7 +152,7 @@ async fn server_errors_and_overloaded() {
     let err = call(ProviderKind::Anthropic, &server).await.unwrap_err();
     assert_eq!(
         err,
-        ModelError::Server {
+        ModelError::Overloaded {
             status: 529,
             message: "Overloaded".into(),
             retry_after: Some(Duration::from_millis(1500))
