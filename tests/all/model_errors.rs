@@ -127,3 +127,41 @@ fn cache_writes_a_router_reports_are_counted_in_usage_and_cost() {
         "{cost} != {expected}: {event}"
     );
 }
+
+#[test]
+fn fallbacks_repeating_the_model_with_another_key_form_a_pool_that_rotates_on_a_rate_limit() {
+    let home = Home::new();
+    home.write_config(
+        "fallback:\n  - name: test-model\n    api_key: sk-second-key-2222\n  - name: other-model\n",
+    );
+    let server = ScriptedServer::spawn(Script::new([
+        Step::rate_limited(Some("30")),
+        Step::text("served"),
+    ]))
+    .unwrap();
+    let mut args = endpoint(&server, "test-model");
+    args.push("--json".into());
+    let output = run(one_shot(&home, "hi", &args));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    let keys: Vec<&str> = requests
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or_default())
+        .collect();
+    assert_eq!(
+        keys,
+        ["Bearer sk-test", "Bearer sk-second-key-2222"],
+        "no waiting for the throttled key while the pool has another"
+    );
+    let events = json_events(&output);
+    assert!(
+        !events.iter().any(|e| e["type"] == "retrying"),
+        "{}",
+        stdout(&output)
+    );
+    let usage = events
+        .iter()
+        .find(|e| e["type"] == "usage")
+        .expect("a usage event");
+    assert_eq!(usage["served_by"], "test-model (key …2222)", "{usage}");
+}

@@ -295,15 +295,26 @@ pub struct AgentOptions {
 
 /// The primary model, then the fallbacks, in order.
 fn model_routes(settings: &Settings) -> Result<Vec<ModelRoute>, BuildError> {
-    // Routes name their key only when a pool gives one model several keys.
-    let pooled = !settings.config.model.api_keys.is_empty();
-    std::iter::once(&settings.primary)
+    let chain: Vec<&ModelSettings> = std::iter::once(&settings.primary)
         .chain(&settings.fallbacks)
+        .collect();
+    // Routes name their key only when one model has several keys: `model.api_keys`, or
+    // fallback entries that repeat a model with another key. Such routes are one pool.
+    let pooled = |model: &ModelSettings| {
+        !settings.config.model.api_keys.is_empty()
+            || chain.iter().any(|other| {
+                other.model == model.model
+                    && other.base_url == model.base_url
+                    && other.api_key != model.api_key
+            })
+    };
+    chain
+        .iter()
         .map(|model| {
             Ok(ModelRoute {
                 provider: provider_for(model, &settings.config.network)?,
                 model: model.model.clone(),
-                credential: pooled.then(|| {
+                credential: pooled(model).then(|| {
                     talaria_profile::config_edit::mask_secret(
                         model.api_key.as_deref().unwrap_or_default(),
                     )
