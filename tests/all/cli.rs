@@ -14,7 +14,7 @@ use talaria_testkit::{
 const TODO_ARGS: &str =
     r#"{"todos":[{"id":"1","content":"write the tests","status":"in_progress"}]}"#;
 
-fn openai_args(server: &ScriptedServer) -> Vec<String> {
+pub(crate) fn openai_args(server: &ScriptedServer) -> Vec<String> {
     [
         "--provider",
         "openai",
@@ -42,7 +42,7 @@ fn anthropic_args(server: &ScriptedServer) -> Vec<String> {
     .collect()
 }
 
-fn query(home: &Home, prompt: &str, endpoint: &[String]) -> std::process::Command {
+pub(crate) fn query(home: &Home, prompt: &str, endpoint: &[String]) -> std::process::Command {
     let mut args = vec!["-q", prompt];
     args.extend(endpoint.iter().map(String::as_str));
     let mut command = home.talaria(&args);

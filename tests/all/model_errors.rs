@@ -2,6 +2,7 @@
 //! rejects, a reply cut mid-stream, cache writes a router reports. (A used-up key skipped by
 //! the next session of the process is in `repl.rs`: it needs `/new`.)
 
+use crate::cli::{openai_args, query};
 use crate::common::*;
 use serde_json::Value;
 use talaria_testkit::{Script, ScriptedServer, Step};
@@ -9,25 +10,13 @@ use talaria_testkit::{Script, ScriptedServer, Step};
 /// The text `Step::drop_mid_stream` cuts off half-way.
 const DROP_TEXT: &str = "This reply is cut off mid-stream: the server hangs up before it ends.";
 
+/// The scripted server's OpenAI endpoint, serving `model`.
 fn endpoint(server: &ScriptedServer, model: &str) -> Vec<String> {
-    [
-        "--provider",
-        "openai",
-        "--model",
-        model,
-        "--base-url",
-        &server.openai_base_url(),
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
-
-fn one_shot(home: &Home, prompt: &str, args: &[String]) -> std::process::Command {
-    let mut all = vec!["-q", prompt];
-    all.extend(args.iter().map(String::as_str));
-    let mut command = home.talaria(&all);
-    command.env("TALARIA_API_KEY", "sk-test");
-    command
+    let mut args = openai_args(server);
+    if let Some(name) = args.iter().position(|a| a == "--model").map(|at| at + 1) {
+        args[name] = model.to_owned();
+    }
+    args
 }
 
 fn json_events(output: &std::process::Output) -> Vec<Value> {
@@ -46,7 +35,7 @@ fn a_payload_the_provider_rejects_is_not_retried_and_its_shape_is_shown() {
          message with 'tool_calls'.",
     )]))
     .unwrap();
-    let output = run(one_shot(
+    let output = run(query(
         &home,
         "secret question",
         &endpoint(&server, "test-model"),
@@ -76,7 +65,7 @@ fn a_reply_cut_mid_stream_is_streamed_once() {
     .unwrap();
     let mut args = endpoint(&server, "test-model");
     args.push("--json".into());
-    let output = run(one_shot(&home, "hi", &args));
+    let output = run(query(&home, "hi", &args));
     assert_code(&output, 0);
     assert_eq!(server.requests().len(), 2);
     let events = json_events(&output);
@@ -102,7 +91,7 @@ fn cache_writes_a_router_reports_are_counted_in_usage_and_cost() {
     let server = ScriptedServer::spawn(Script::new([Step::text("hi")])).unwrap();
     let mut args = endpoint(&server, "anthropic/claude-sonnet-4.5");
     args.push("--json".into());
-    let output = run(one_shot(&home, "hello", &args));
+    let output = run(query(&home, "hello", &args));
     assert_code(&output, 0);
     let event = json_events(&output)
         .into_iter()
@@ -141,7 +130,7 @@ fn fallbacks_repeating_the_model_with_another_key_form_a_pool_that_rotates_on_a_
     .unwrap();
     let mut args = endpoint(&server, "test-model");
     args.push("--json".into());
-    let output = run(one_shot(&home, "hi", &args));
+    let output = run(query(&home, "hi", &args));
     assert_code(&output, 0);
     let requests = server.requests();
     let keys: Vec<&str> = requests
