@@ -10,5 +10,7 @@ mod anthropic;
 mod limits;
 #[path = "all/openai.rs"]
 mod openai;
+#[path = "all/responses.rs"]
+mod responses;
 #[path = "all/transport.rs"]
 mod transport;
