@@ -116,6 +116,8 @@ pub(crate) struct ResponsesDecoder<'s> {
     streamed: Vec<usize>,
     /// The reasoning part last streamed, to separate the next one from it.
     last_reasoning: Option<(usize, usize)>,
+    /// The message item whose text came last, likewise.
+    last_text: Option<usize>,
     /// Finished output items by output index.
     placed: Vec<(usize, Placed)>,
 }
@@ -127,6 +129,7 @@ impl<'s> ResponsesDecoder<'s> {
             finish: None,
             streamed: Vec::new(),
             last_reasoning: None,
+            last_text: None,
             placed: Vec::new(),
         }
     }
@@ -145,7 +148,7 @@ impl<'s> ResponsesDecoder<'s> {
                 delta,
             } => {
                 self.mark_streamed(output_index);
-                self.asm.text(&delta);
+                self.text(output_index, &delta);
             }
             Event::ArgumentsDelta {
                 output_index,
@@ -187,6 +190,18 @@ impl<'s> ResponsesDecoder<'s> {
         self.asm.reasoning(text);
     }
 
+    /// Appends visible text; another message item's text starts a new paragraph.
+    fn text(&mut self, index: usize, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.last_text.replace(index) {
+            Some(last) if last != index => self.asm.text("\n\n"),
+            _ => {}
+        }
+        self.asm.text(text);
+    }
+
     /// A finished output item: what was not streamed is taken from it, and its place noted.
     fn item_done(&mut self, index: usize, item: Value) {
         let streamed = self.streamed.contains(&index);
@@ -214,7 +229,7 @@ impl<'s> ResponsesDecoder<'s> {
                     let parts = item.get("content").and_then(Value::as_array);
                     for part in parts.into_iter().flatten() {
                         let text = str_field(part, "text").or(str_field(part, "refusal"));
-                        self.asm.text(text.unwrap_or_default());
+                        self.text(index, text.unwrap_or_default());
                     }
                 }
                 self.placed.push((index, Placed::Message));
@@ -560,6 +575,17 @@ data: {"type":"response.completed","sequence_number":21,"response":{"id":"resp_6
             response.message.provider_state, None,
             "a reasoning item without encrypted content cannot be sent back"
         );
+    }
+
+    #[test]
+    fn the_texts_of_two_message_items_are_two_paragraphs() {
+        let stream = events(&[
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Checking."}),
+            json!({"type": "response.output_item.done", "output_index": 1, "item": {"type": "message", "content": [{"type": "output_text", "text": "Done."}]}}),
+            json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
+        ]);
+        let (response, _) = decode(&stream, &NullSink);
+        assert_eq!(response.unwrap().message.content, "Checking.\n\nDone.");
     }
 
     #[test]
