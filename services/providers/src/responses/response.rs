@@ -72,7 +72,7 @@ enum Event {
 }
 
 /// The parts of a `response` object this decoder reads.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 struct WireResponse {
     status: Option<String>,
     #[serde(default)]
