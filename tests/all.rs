@@ -29,6 +29,8 @@ mod profiles;
 mod registry;
 #[path = "all/repl.rs"]
 mod repl;
+#[path = "all/responses.rs"]
+mod responses;
 #[path = "all/sessions.rs"]
 mod sessions;
 #[path = "all/terminal.rs"]

@@ -51,6 +51,28 @@ pub struct Message {
     /// For tool messages: whether the result reports an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// For assistant messages: what the wire format that produced the message needs back
+    /// verbatim on later requests (opaque to everything else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<ProviderState>,
+}
+
+/// Provider state carried on a message between turns without the provider storing anything,
+/// such as the OpenAI Responses API's encrypted reasoning items. Only the wire format named in
+/// `wire` reads it; any other (a fallback route on another wire) ignores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderState {
+    /// The wire format that produced it, e.g. `"openai-responses"`.
+    pub wire: String,
+    /// The data, in whatever shape that wire format wants it back.
+    pub data: serde_json::Value,
+}
+
+impl ProviderState {
+    /// The data if it was made by `wire`.
+    pub fn for_wire(&self, wire: &str) -> Option<&serde_json::Value> {
+        (self.wire == wire).then_some(&self.data)
+    }
 }
 
 impl Message {

@@ -222,10 +222,19 @@ fn mapping(key: &str, value: &Value) -> Option<(&'static str, String)> {
         "model.base_url" => Some(("model.base_url", text)),
         "model.provider" => match text.as_str() {
             "anthropic" => Some(("model.provider", "anthropic".into())),
+            // Hermes's Codex provider speaks the Responses API.
+            "openai-codex" => Some(("model.provider", "openai-responses".into())),
             // Everything else Hermes talks to speaks the OpenAI wire format.
             "openai" | "openrouter" | "custom" | "nous" | "ollama" | "vllm" | "lmstudio" => {
                 Some(("model.provider", "openai".into()))
             }
+            _ => None,
+        },
+        // The wire format, when Hermes was told it outright; it outranks `model.provider`.
+        "model.api_mode" => match text.as_str() {
+            "chat_completions" => Some(("model.provider", "openai".into())),
+            "codex_responses" => Some(("model.provider", "openai-responses".into())),
+            "anthropic_messages" => Some(("model.provider", "anthropic".into())),
             _ => None,
         },
         "agent.max_turns" => Some(("budget.max_iterations", text)),
@@ -261,8 +270,17 @@ fn import_config(
     };
     let mut settings = Vec::new();
     leaves(&document, "", &mut settings);
+    let api_mode = settings
+        .iter()
+        .any(|(key, value)| key == "model.api_mode" && mapping(key, value).is_some());
     for (key, value) in settings {
         if key.is_empty() {
+            continue;
+        }
+        if api_mode && key == "model.provider" {
+            report
+                .unmapped
+                .push(format!("{key} (model.api_mode gives the wire format)"));
             continue;
         }
         if key.ends_with("api_key") {
@@ -354,6 +372,45 @@ mod tests {
         assert!(again.kept.iter().any(|k| k.ends_with("MEMORY.md")));
         assert!(again.kept.contains(&"config model.name".to_string()));
         assert!(again.imported.is_empty(), "{again:?}");
+    }
+
+    #[test]
+    fn the_wire_format_comes_from_api_mode_before_the_provider() {
+        for (model, expected) in [
+            (
+                "  provider: custom\n  api_mode: codex_responses\n",
+                "openai-responses",
+            ),
+            (
+                "  api_mode: anthropic_messages\n  provider: custom\n",
+                "anthropic",
+            ),
+            ("  provider: openai-codex\n", "openai-responses"),
+            (
+                "  provider: anthropic\n  api_mode: chat_completions\n",
+                "openai",
+            ),
+        ] {
+            let hermes = tempfile::tempdir().unwrap();
+            std::fs::write(
+                hermes.path().join("config.yaml"),
+                format!("model:\n  default: gpt-5-codex\n{model}"),
+            )
+            .unwrap();
+            let target = tempfile::tempdir().unwrap();
+            let home = ProfileHome::at(target.path());
+            let env = EnvLayer::from_pairs(&[]);
+            let report = import_hermes(hermes.path(), &home, false, &env).unwrap();
+            let config = crate::config::ConfigFile::load(&home.config_file(), &env).unwrap();
+            assert_eq!(config.model.provider.as_deref(), Some(expected), "{model}");
+            assert!(
+                report
+                    .unmapped
+                    .iter()
+                    .all(|key| !key.starts_with("model.api_mode")),
+                "{report:?}"
+            );
+        }
     }
 
     #[test]

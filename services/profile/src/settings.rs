@@ -82,7 +82,7 @@ pub enum SettingsError {
     #[error("missing settings:\n{}", .0.iter().map(|m| format!("  - {m}")).collect::<Vec<_>>().join("\n"))]
     Missing(Vec<String>),
     /// A provider name is not known.
-    #[error("unknown provider '{value}' (from {source_name}): expected openai or anthropic")]
+    #[error("unknown provider '{value}' (from {source_name}): expected {names}", names = ProviderKind::names())]
     UnknownProvider {
         /// The value given.
         value: String,
@@ -94,7 +94,9 @@ pub enum SettingsError {
 /// Conventional environment names of a provider's endpoint and key.
 fn conventional_env(kind: ProviderKind) -> (&'static str, &'static str) {
     match kind {
-        ProviderKind::OpenAi => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {
+            ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+        }
         ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
     }
 }
@@ -275,7 +277,8 @@ fn derived(
         Some(v) => parse_provider(v, &format!("{label}.provider in {config_path}"))?,
         None => primary.provider,
     };
-    let switched = provider != primary.provider;
+    // Another vendor's endpoint and key; OpenAI's two wire formats share theirs.
+    let switched = conventional_env(provider) != conventional_env(primary.provider);
     let Some(model) = entry.name.clone() else {
         return Err(SettingsError::Missing(vec![format!(
             "{label}.name in {config_path}"
@@ -405,7 +408,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error.to_string(),
-            "unknown provider 'gemini' (from TALARIA_PROVIDER): expected openai or anthropic"
+            "unknown provider 'gemini' (from TALARIA_PROVIDER): expected openai, openai-responses \
+             or anthropic"
         );
     }
 
@@ -413,7 +417,8 @@ mod tests {
     fn fallbacks_inherit_the_endpoint_unless_they_switch_provider() {
         let file = config(
             "model:\n  name: big\n  base_url: http://local/v1\n  api_key: k\n\
-             fallback:\n  - name: small\n  - provider: anthropic\n    name: claude\n    api_key: a\n",
+             fallback:\n  - name: small\n  - provider: anthropic\n    name: claude\n    api_key: a\n\
+             \x20 - provider: openai-responses\n    name: codex\n",
         );
         let s = Settings::resolve(
             &Overrides::default(),
@@ -426,6 +431,24 @@ mod tests {
         assert_eq!(s.fallbacks[0].api_key.as_deref(), Some("k"));
         assert_eq!(s.fallbacks[1].base_url, "https://api.anthropic.com");
         assert_eq!(s.fallbacks[1].api_key.as_deref(), Some("a"));
+        // OpenAI's other wire format: the same endpoint and key.
+        assert_eq!(s.fallbacks[2].provider, ProviderKind::OpenAiResponses);
+        assert_eq!(s.fallbacks[2].base_url, "http://local/v1");
+        assert_eq!(s.fallbacks[2].api_key.as_deref(), Some("k"));
+    }
+
+    #[test]
+    fn the_responses_wire_uses_the_openai_endpoint_and_key() {
+        let e = EnvLayer::from_pairs(&[
+            ("TALARIA_PROVIDER", "openai-responses"),
+            ("TALARIA_MODEL", "gpt-5-codex"),
+            ("OPENAI_API_KEY", "sk-o"),
+        ]);
+        let s =
+            Settings::resolve(&Overrides::default(), &e, ConfigFile::default(), &home()).unwrap();
+        assert_eq!(s.primary.provider, ProviderKind::OpenAiResponses);
+        assert_eq!(s.primary.base_url, "https://api.openai.com/v1");
+        assert_eq!(s.primary.api_key.as_deref(), Some("sk-o"));
     }
 
     #[test]

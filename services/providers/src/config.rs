@@ -146,7 +146,7 @@ pub enum ConfigError {
     #[error("cannot build HTTP client: {0}")]
     Client(String),
     /// An unknown provider kind was named.
-    #[error("unknown provider {0:?} (expected \"openai\" or \"anthropic\")")]
+    #[error("unknown provider {0:?} (expected {names})", names = crate::ProviderKind::names())]
     UnknownProvider(String),
 }
 

@@ -12,5 +12,7 @@ mod error_classes;
 mod limits;
 #[path = "all/openai.rs"]
 mod openai;
+#[path = "all/responses.rs"]
+mod responses;
 #[path = "all/transport.rs"]
 mod transport;

@@ -9,8 +9,8 @@ use crate::error::{Result, StoreError};
 use crate::rows::StoredMessage;
 
 /// The columns [`RawMessage::from_row`] reads, in order.
-pub(crate) const MESSAGE_COLUMNS: &str =
-    "seq, created_at, role, content, reasoning, tool_calls, tool_call_id, name, is_error";
+pub(crate) const MESSAGE_COLUMNS: &str = "seq, created_at, role, content, reasoning, tool_calls, tool_call_id, name, is_error, \
+     provider_state";
 
 /// Current time in unix milliseconds (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> i64 {
@@ -59,6 +59,14 @@ pub(crate) fn encode_tool_calls(calls: &[ToolCall]) -> Result<Option<String>> {
     Ok(Some(serde_json::to_string(calls)?))
 }
 
+/// A message's provider state as stored: JSON text, or NULL when it has none.
+pub(crate) fn encode_provider_state(message: &Message) -> Result<Option<String>> {
+    match &message.provider_state {
+        Some(state) => Ok(Some(serde_json::to_string(state)?)),
+        None => Ok(None),
+    }
+}
+
 /// A message row as read, before it is checked.
 pub(crate) struct RawMessage {
     seq: i64,
@@ -70,6 +78,7 @@ pub(crate) struct RawMessage {
     tool_call_id: Option<String>,
     name: Option<String>,
     is_error: bool,
+    provider_state: Option<String>,
 }
 
 impl RawMessage {
@@ -85,6 +94,7 @@ impl RawMessage {
             tool_call_id: row.get(6)?,
             name: row.get(7)?,
             is_error: row.get(8)?,
+            provider_state: row.get(9)?,
         })
     }
 
@@ -102,6 +112,13 @@ impl RawMessage {
                 .map_err(|error| corrupt(format!("tool_calls is not valid JSON: {error}")))?,
             None => Vec::new(),
         };
+        let provider_state =
+            match &self.provider_state {
+                Some(json) => Some(serde_json::from_str(json).map_err(|error| {
+                    corrupt(format!("provider_state is not valid JSON: {error}"))
+                })?),
+                None => None,
+            };
         Ok(StoredMessage {
             seq: from_sql_int(self.seq),
             created_at: self.created_at,
@@ -113,6 +130,7 @@ impl RawMessage {
                 tool_call_id: self.tool_call_id,
                 name: self.name,
                 is_error: self.is_error,
+                provider_state,
             },
         })
     }

@@ -152,8 +152,15 @@ WHEN NOT EXISTS (SELECT 1 FROM messages_unindexed WHERE id = old.id) BEGIN
 END;
 "#;
 
+/// Version 4: an assistant message keeps the provider state its wire format needs back on later
+/// requests (`Message::provider_state`, JSON `{"wire", "data"}`), such as the OpenAI Responses
+/// API's encrypted reasoning items. Older rows have none.
+const V4: &str = r#"
+ALTER TABLE messages ADD COLUMN provider_state TEXT;
+"#;
+
 /// Every migration, oldest first; the schema version is their count.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -216,4 +223,51 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use talaria_kernel::{Message, ProviderState};
+
+    use crate::{NewSession, SessionDb};
+
+    #[test]
+    fn a_version_3_file_gains_provider_state_and_its_messages_read_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.sqlite");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in [super::V1, super::V2, super::V3] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 3;
+                 INSERT INTO sessions (id, source, model, created_at, updated_at)
+                     VALUES ('s', 'cli', 'm', 0, 0);
+                 INSERT INTO messages (session_id, seq, role, content, created_at)
+                     VALUES ('s', 1, 'assistant', 'an older answer', 0);",
+            )
+            .unwrap();
+        }
+        let db = SessionDb::open(&path).unwrap();
+        assert_eq!(
+            db.messages("s").unwrap(),
+            [Message::assistant("an older answer")]
+        );
+        let with_state = Message {
+            provider_state: Some(ProviderState {
+                wire: "openai-responses".into(),
+                data: serde_json::json!({"reasoning": [{"type": "reasoning", "id": "rs_1"}]}),
+            }),
+            ..Message::assistant("a newer answer")
+        };
+        db.ensure_session(&NewSession {
+            id: "s".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+        db.append("s", &with_state).unwrap();
+        assert_eq!(db.messages("s").unwrap()[1], with_state);
+        assert!(db.integrity_check().unwrap().is_empty());
+    }
 }

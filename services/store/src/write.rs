@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use talaria_kernel::{Message, Usage};
 
-use crate::codec::{encode_tool_calls, now_ms, role_name, to_sql_int};
+use crate::codec::{encode_provider_state, encode_tool_calls, now_ms, role_name, to_sql_int};
 use crate::db::SessionDb;
 use crate::error::{Result, StoreError};
 use crate::rows::NewSession;
@@ -198,8 +198,9 @@ pub(crate) fn insert_message_at(
 ) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO messages
-             (session_id, seq, role, content, reasoning, tool_calls, tool_call_id, name, is_error, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             (session_id, seq, role, content, reasoning, tool_calls, tool_call_id, name, is_error,
+              created_at, provider_state)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         session_id,
@@ -211,7 +212,10 @@ pub(crate) fn insert_message_at(
         message.tool_call_id,
         message.name,
         message.is_error,
-        now
+        now,
+        // Encoded here rather than before the transaction like the tool calls: only assistant
+        // messages of some wire formats have any.
+        encode_provider_state(message)?,
     ])?;
     Ok(())
 }

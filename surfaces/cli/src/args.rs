@@ -421,7 +421,7 @@ pub struct RunArgs {
 /// Model selection, overriding environment and config.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ModelArgs {
-    /// Wire format of the endpoint: openai or anthropic.
+    /// Wire format of the endpoint: openai, openai-responses or anthropic.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// Model name.

@@ -51,7 +51,7 @@ fn describe(error: &LoopError, primary: &ModelSettings, home: &ProfileHome) -> S
         return error.to_string();
     };
     let key_env = match primary.provider {
-        ProviderKind::OpenAi => "OPENAI_API_KEY",
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => "OPENAI_API_KEY",
         ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
     };
     match cause {

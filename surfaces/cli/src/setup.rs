@@ -95,7 +95,7 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
 
     let Some(provider_text) = args.model.provider.clone().or_else(|| {
         ask(
-            "Provider (openai or anthropic)",
+            &format!("Provider ({})", ProviderKind::names()),
             Some(current.provider.as_deref().unwrap_or("openai")),
         )
     }) else {
@@ -105,7 +105,8 @@ pub async fn run_wizard(args: &SetupArgs, home: &ProfileHome) -> Status {
         Ok(provider) => provider,
         Err(_) => {
             return usage_error(&format!(
-                "unknown provider '{provider_text}': expected openai or anthropic"
+                "unknown provider '{provider_text}': expected {}",
+                ProviderKind::names()
             ));
         }
     };

@@ -1,8 +1,9 @@
 //! A scripted model server for Talaria's tests.
 //!
-//! [`ScriptedServer`] listens on 127.0.0.1 and speaks both the OpenAI Chat Completions wire
-//! format (`POST /v1/chat/completions`, `/chat/completions`) and the Anthropic Messages wire
-//! format (`POST /v1/messages`, `/messages`), streaming and not. Each request plays the next
+//! [`ScriptedServer`] listens on 127.0.0.1 and speaks the OpenAI Chat Completions wire format
+//! (`POST /v1/chat/completions`, `/chat/completions`), the OpenAI Responses wire format
+//! (`POST /v1/responses`, `/responses`) and the Anthropic Messages wire format
+//! (`POST /v1/messages`, `/messages`), streaming and not. Each request plays the next
 //! [`Step`] of a [`Script`], whichever endpoint it hits, and is recorded as a
 //! [`RecordedRequest`]; the [`assertions`] module checks recorded conversations.
 //!
@@ -26,6 +27,7 @@ mod http;
 mod openai;
 mod recorder;
 mod render;
+mod responses;
 mod script;
 mod server;
 pub mod sshd;

@@ -16,14 +16,18 @@ pub enum Wire {
     /// Anthropic Messages (`/v1/messages`).
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// OpenAI Responses (`/v1/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl std::fmt::Display for Wire {
-    /// `openai` or `anthropic`, as in recordings.
+    /// `openai`, `anthropic` or `openai-responses`, as in recordings.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Wire::OpenAi => "openai",
             Wire::Anthropic => "anthropic",
+            Wire::OpenAiResponses => "openai-responses",
         })
     }
 }
@@ -114,6 +118,8 @@ struct RawTop<'a> {
     system: Option<&'a RawValue>,
     #[serde(borrow, default)]
     tools: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
 }
 
 impl RecordedRequest {
@@ -135,11 +141,16 @@ impl RecordedRequest {
     }
 
     /// The exact JSON text of the system part: on OpenAI the leading system/developer
-    /// messages (joined by `,`), on Anthropic the `system` field. Empty when absent.
+    /// messages (joined by `,`), on Anthropic the `system` field, on Responses the
+    /// `instructions` field. Empty when absent.
     pub fn system_prompt_raw(&self) -> String {
         let top = self.raw_top();
         match self.wire {
             Wire::Anthropic => top.system.map(|s| s.get().to_owned()).unwrap_or_default(),
+            Wire::OpenAiResponses => top
+                .instructions
+                .map(|s| s.get().to_owned())
+                .unwrap_or_default(),
             Wire::OpenAi => {
                 #[derive(Deserialize)]
                 struct RoleOnly {
@@ -168,11 +179,30 @@ impl RecordedRequest {
     }
 
     /// The conversation in a wire-neutral form, the system prompt first (as [`Role::System`]).
+    /// On Responses each `message` item is a message, a run of `function_call` items joins the
+    /// assistant message before it, each `function_call_output` is a [`Role::Tool`] message, and
+    /// `reasoning` items are left out (read them from `body["input"]`).
     pub fn messages(&self) -> Vec<Message> {
-        let listed = self.body.get("messages").and_then(Value::as_array);
+        let key = match self.wire {
+            Wire::OpenAiResponses => "input",
+            Wire::OpenAi | Wire::Anthropic => "messages",
+        };
+        let listed = self.body.get(key).and_then(Value::as_array);
         let listed = listed.map(Vec::as_slice).unwrap_or_default();
         match self.wire {
             Wire::OpenAi => listed.iter().map(openai_message).collect(),
+            Wire::OpenAiResponses => {
+                let instructions = self.body.get("instructions").map(|s| Message {
+                    role: Role::System,
+                    text: text_of(s),
+                    ..Message::default()
+                });
+                let mut messages: Vec<Message> = instructions.into_iter().collect();
+                for item in listed {
+                    responses_item(item, &mut messages);
+                }
+                messages
+            }
             Wire::Anthropic => {
                 let system = self.body.get("system").map(|s| Message {
                     role: Role::System,
@@ -241,6 +271,53 @@ fn openai_message(message: &Value) -> Message {
         text,
         tool_calls,
         tool_results,
+    }
+}
+
+/// Adds one Responses `input` item to `messages`.
+fn responses_item(item: &Value, messages: &mut Vec<Message>) {
+    // A plain `{"role", "content"}` without `type` is a message too.
+    match item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message")
+    {
+        "message" => messages.push(Message {
+            role: role_of(str_field(item, "role")),
+            text: item.get("content").map(text_of).unwrap_or_default(),
+            ..Message::default()
+        }),
+        "function_call" => {
+            let call = ToolUse {
+                id: str_field(item, "call_id").to_owned(),
+                name: str_field(item, "name").to_owned(),
+                arguments: str_field(item, "arguments").to_owned(),
+            };
+            match messages.last_mut() {
+                Some(last) if last.role == Role::Assistant && last.tool_results.is_empty() => {
+                    last.tool_calls.push(call);
+                }
+                _ => messages.push(Message {
+                    role: Role::Assistant,
+                    tool_calls: vec![call],
+                    ..Message::default()
+                }),
+            }
+        }
+        "function_call_output" => {
+            let content = item.get("output").map(text_of).unwrap_or_default();
+            messages.push(Message {
+                role: Role::Tool,
+                text: content.clone(),
+                tool_results: vec![ToolResult {
+                    call_id: str_field(item, "call_id").to_owned(),
+                    content,
+                    is_error: false,
+                }],
+                ..Message::default()
+            });
+        }
+        _ => {} // reasoning items, and items of hosted tools
     }
 }
 
@@ -352,6 +429,26 @@ mod tests {
         assert_eq!(m[2].tool_calls[0].arguments, json!({"a":1}).to_string());
         assert!(m[3].tool_results[0].is_error);
         assert_eq!(m[3].tool_results[0].content, "r");
+    }
+
+    #[test]
+    fn responses_raw_parts_and_messages() {
+        let raw = r#"{"model":"m","instructions":"S","tools":[{"type":"function","name":"f"}],"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"e"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"r1"},{"type":"function_call_output","call_id":"c2","output":"r2"}],"store":false}"#;
+        let r = request(Wire::OpenAiResponses, raw);
+        assert_eq!(r.system_prompt_raw(), r#""S""#);
+        assert_eq!(r.tools_raw(), r#"[{"type":"function","name":"f"}]"#);
+        let m = r.messages();
+        assert_eq!(m.len(), 5, "{m:?}");
+        assert_eq!((m[0].role.clone(), m[0].text.as_str()), (Role::System, "S"));
+        assert_eq!(
+            (m[2].role.clone(), m[2].text.as_str()),
+            (Role::Assistant, "ok")
+        );
+        let ids: Vec<&str> = m[2].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c2"]);
+        assert_eq!(m[4].tool_results[0].call_id, "c2");
+        assert_eq!(m[4].tool_results[0].content, "r2");
+        assert!(crate::assertions::check_tool_calls_paired(&[r]).is_ok());
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The wire-neutral reply model that the OpenAI and Anthropic renderers turn into bytes.
+//! The wire-neutral reply model that the OpenAI, Responses and Anthropic renderers turn into
+//! bytes.
 
 use serde_json::Value;
 
 use crate::recorder::Wire;
-use crate::{anthropic, openai};
+use crate::{anthropic, openai, responses};
 
 /// Characters per streamed text/reasoning delta.
 pub(crate) const TEXT_PIECE: usize = 8;
@@ -60,7 +61,7 @@ pub(crate) fn tokens(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(4)
 }
 
-/// One server-sent event; `event` is the `event:` line (Anthropic only).
+/// One server-sent event; `event` is the `event:` line (Anthropic and Responses only).
 #[derive(Clone, Debug)]
 pub(crate) struct SseEvent {
     pub event: Option<&'static str>,
@@ -113,6 +114,7 @@ impl Wire {
     pub(crate) fn completion_body(self, c: &Completion) -> Value {
         match self {
             Wire::OpenAi => openai::completion(c),
+            Wire::OpenAiResponses => responses::completion(c),
             Wire::Anthropic => anthropic::message(c),
         }
     }
@@ -121,6 +123,7 @@ impl Wire {
     pub(crate) fn completion_events(self, c: &Completion, include_usage: bool) -> Vec<SseEvent> {
         match self {
             Wire::OpenAi => openai::chunks(c, include_usage),
+            Wire::OpenAiResponses => responses::events(c),
             Wire::Anthropic => anthropic::events(c),
         }
     }
@@ -128,7 +131,8 @@ impl Wire {
     /// Error body for `status`; `message` defaults to a provider-typical one.
     pub(crate) fn error_body(self, status: u16, message: Option<&str>) -> Value {
         match self {
-            Wire::OpenAi => openai::error(status, message),
+            // The Responses API answers errors as Chat Completions does.
+            Wire::OpenAi | Wire::OpenAiResponses => openai::error(status, message),
             Wire::Anthropic => anthropic::error(status, message),
         }
     }
@@ -137,6 +141,7 @@ impl Wire {
     pub(crate) fn context_overflow_body(self, prompt_tokens: u64) -> Value {
         match self {
             Wire::OpenAi => openai::context_overflow(prompt_tokens),
+            Wire::OpenAiResponses => responses::context_overflow(prompt_tokens),
             Wire::Anthropic => anthropic::context_overflow(prompt_tokens),
         }
     }
@@ -145,6 +150,7 @@ impl Wire {
     pub(crate) fn malformed_events(self) -> Vec<SseEvent> {
         match self {
             Wire::OpenAi => openai::malformed_chunks(),
+            Wire::OpenAiResponses => responses::malformed_events(),
             Wire::Anthropic => anthropic::malformed_events(),
         }
     }
@@ -153,6 +159,7 @@ impl Wire {
     pub(crate) fn malformed_body(self) -> String {
         match self {
             Wire::OpenAi => r#"{"id":"chatcmpl-malformed","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"unterminated"#.into(),
+            Wire::OpenAiResponses => r#"{"id":"resp_malformed","object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"unterminated"#.into(),
             Wire::Anthropic => r#"{"id":"msg_malformed","type":"message","content":[{"type":"text","text":"unterminated"#.into(),
         }
     }

@@ -121,13 +121,17 @@ pub enum StepKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning: Option<String>,
     },
-    /// Tool calls (finish_reason `tool_calls` / stop_reason `tool_use`), optionally preceded by text.
+    /// Tool calls (finish_reason `tool_calls` / stop_reason `tool_use`), optionally preceded by
+    /// reasoning and text.
     ToolCalls {
         /// The calls, in order.
         calls: Vec<ToolCall>,
         /// Text sent before the calls.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        /// Reasoning streamed first, as for [`StepKind::Text`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
     },
     /// A reply cut off by the output limit (finish_reason `length` / stop_reason `max_tokens`).
     Truncated {
@@ -255,6 +259,21 @@ impl Step {
         StepKind::ToolCalls {
             calls: calls.into_iter().collect(),
             text: None,
+            reasoning: None,
+        }
+        .into()
+    }
+
+    /// Tool calls preceded by reasoning (on the Responses wire, a reasoning item with
+    /// encrypted content the client must send back).
+    pub fn tool_calls_with_reasoning(
+        calls: impl IntoIterator<Item = ToolCall>,
+        reasoning: impl Into<String>,
+    ) -> Self {
+        StepKind::ToolCalls {
+            calls: calls.into_iter().collect(),
+            text: None,
+            reasoning: Some(reasoning.into()),
         }
         .into()
     }
@@ -363,6 +382,7 @@ mod tests {
                 ToolCall::new("read", r#"{"path":"a"}"#).with_id("x1"),
                 ToolCall::new("bad", "{not json"),
             ]),
+            Step::tool_calls_with_reasoning([ToolCall::new("ls", "{}")], "look first"),
             Step::truncated("partial"),
             Step::rate_limited(Some("2")),
             Step::server_error(),
@@ -391,7 +411,8 @@ mod tests {
             script.steps[0].kind,
             StepKind::ToolCalls {
                 calls: vec![ToolCall::new("read", r#"{"path":"a.txt"}"#)],
-                text: None
+                text: None,
+                reasoning: None
             }
         );
         assert_eq!(script.steps[1].delay_ms, Some(20));

@@ -154,7 +154,8 @@ impl ScriptedServer {
         format!("http://{}", self.addr)
     }
 
-    /// `http://127.0.0.1:PORT/v1`, the OpenAI-style base URL (clients append `/chat/completions`).
+    /// `http://127.0.0.1:PORT/v1`, the OpenAI-style base URL (clients append `/chat/completions`,
+    /// or `/responses` on the Responses wire).
     pub fn openai_base_url(&self) -> String {
         format!("{}/v1", self.base_url())
     }
@@ -277,6 +278,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, connection: u6
 fn route(path: &str) -> Option<Wire> {
     match path.trim_end_matches('/') {
         "/v1/chat/completions" | "/chat/completions" => Some(Wire::OpenAi),
+        "/v1/responses" | "/responses" => Some(Wire::OpenAiResponses),
         "/v1/messages" | "/messages" => Some(Wire::Anthropic),
         _ => None,
     }
@@ -451,7 +453,11 @@ impl Shared {
                 );
                 self.success(ask, &reply)
             }
-            StepKind::ToolCalls { calls, text } => {
+            StepKind::ToolCalls {
+                calls,
+                text,
+                reasoning,
+            } => {
                 let calls = calls
                     .iter()
                     .map(|call| Call {
@@ -460,7 +466,13 @@ impl Shared {
                         arguments: call.arguments.clone(),
                     })
                     .collect();
-                let reply = self.completion(ask, None, text.as_deref(), calls, Finish::ToolCalls);
+                let reply = self.completion(
+                    ask,
+                    reasoning.as_deref(),
+                    text.as_deref(),
+                    calls,
+                    Finish::ToolCalls,
+                );
                 self.success(ask, &reply)
             }
             StepKind::Truncated { text } => {
@@ -532,7 +544,7 @@ impl Shared {
     fn tool_id(&self, wire: Wire) -> String {
         let n = self.next_tool_id.fetch_add(1, Ordering::Relaxed);
         match wire {
-            Wire::OpenAi => format!("call_{n}"),
+            Wire::OpenAi | Wire::OpenAiResponses => format!("call_{n}"),
             Wire::Anthropic => format!("toolu_{n}"),
         }
     }
@@ -559,6 +571,7 @@ impl Shared {
         };
         let id = match ask.wire {
             Wire::OpenAi => format!("chatcmpl-testkit-{}", ask.index + 1),
+            Wire::OpenAiResponses => format!("resp_testkit_{}", ask.index + 1),
             Wire::Anthropic => format!("msg_testkit_{}", ask.index + 1),
         };
         Completion {

@@ -10,5 +10,7 @@ mod anthropic;
 mod assertions;
 #[path = "all/openai.rs"]
 mod openai;
+#[path = "all/responses.rs"]
+mod responses;
 #[path = "all/server.rs"]
 mod server;

@@ -1,4 +1,4 @@
-//! Error classification, idle timeouts and cancellation, for both providers.
+//! Error classification, idle timeouts and cancellation, for every provider.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 
 use std::sync::Arc;
@@ -8,7 +8,11 @@ use crate::common::{Conversation, MockServer, Recorder, Reply};
 use talaria_kernel::{CancellationToken, ModelError, ModelProvider, ModelResponse};
 use talaria_providers::{ProviderConfig, ProviderKind, build};
 
-const KINDS: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Anthropic];
+const KINDS: [ProviderKind; 3] = [
+    ProviderKind::OpenAi,
+    ProviderKind::Anthropic,
+    ProviderKind::OpenAiResponses,
+];
 const IDLE: Duration = Duration::from_millis(300);
 
 fn provider(kind: ProviderKind, server: &MockServer) -> Arc<dyn ModelProvider> {
@@ -48,13 +52,16 @@ fn first_event(kind: ProviderKind) -> &'static str {
         ProviderKind::Anthropic => {
             "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n"
         }
+        ProviderKind::OpenAiResponses => {
+            "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\n"
+        }
     }
 }
 
 #[tokio::test]
 async fn unauthorized_is_auth() {
     let errors = each_kind(|kind| match kind {
-        ProviderKind::OpenAi => Reply::json(
+        ProviderKind::OpenAi | ProviderKind::OpenAiResponses => Reply::json(
             401,
             r#"{"error":{"message":"Incorrect API key provided: key.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
         ),
@@ -76,6 +83,7 @@ async fn unauthorized_is_auth() {
             message: "invalid x-api-key".into()
         }
     );
+    assert_eq!(errors[2].1, errors[0].1, "the Responses API answers alike");
 }
 
 #[tokio::test]
@@ -171,6 +179,10 @@ async fn context_overflow_bodies() {
             400,
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#,
         ),
+        ProviderKind::OpenAiResponses => Reply::json(
+            400,
+            r#"{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}"#,
+        ),
     })
     .await;
     let ModelError::ContextOverflow { message } = &errors[0].1 else {
@@ -182,6 +194,11 @@ async fn context_overflow_bodies() {
         ModelError::ContextOverflow {
             message: "prompt is too long: 208310 tokens > 200000 maximum".into()
         }
+    );
+    assert!(
+        matches!(&errors[2].1, ModelError::ContextOverflow { message } if message.starts_with("Your input exceeds")),
+        "{:?}",
+        errors[2]
     );
     // The same status with another complaint is an invalid request.
     let errors =

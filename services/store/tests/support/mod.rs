@@ -57,6 +57,14 @@ pub fn every_kind() -> Vec<Message> {
         Message {
             reasoning: Some("Read the file first, then run the tests.".into()),
             tool_calls: calls.clone(),
+            // The Responses wire's reasoning items, kept verbatim for the next request.
+            provider_state: Some(talaria_kernel::ProviderState {
+                wire: "openai-responses".into(),
+                data: serde_json::json!({"reasoning": [{
+                    "type": "reasoning", "id": "rs_1", "summary": [],
+                    "encrypted_content": "gAAAAB-opaque"
+                }]}),
+            }),
             ..Message::assistant("Let me look.")
         },
         Message::tool_result(&ToolResult::ok(&calls[0], "pub fn add() {}")),

@@ -39,7 +39,14 @@ impl ArgValues for ArgSnapshot {
             ArgKind::Skin => self.skins.clone(),
             ArgKind::Model => self.models.clone(),
             ArgKind::ConfigKey => self.config_keys.clone(),
-            ArgKind::Provider => vec!["anthropic".into(), "openai".into()],
+            ArgKind::Provider => {
+                let mut names: Vec<String> = talaria_providers::ProviderKind::ALL
+                    .iter()
+                    .map(|kind| kind.as_str().to_owned())
+                    .collect();
+                names.sort();
+                names
+            }
             ArgKind::Choice(_) | ArgKind::Command | ArgKind::Text => Vec::new(),
         }
     }

@@ -151,6 +151,7 @@ fn tool_step() -> Step {
                 .with_id("toolu_abc"),
             ToolCall::new("broken", r#"{"unterminated": "#),
         ],
+        reasoning: None,
     }
     .into()
 }

@@ -1,4 +1,4 @@
-//! The assertion helpers pass good conversations and catch broken ones, on both wires.
+//! The assertion helpers pass good conversations and catch broken ones, on every wire.
 // Test helpers outside #[test] functions unwrap too.
 #![allow(clippy::unwrap_used)]
 
@@ -9,7 +9,7 @@ use talaria_testkit::assertions::{
 };
 use talaria_testkit::{RecordedRequest, ScriptedServer, ServerOptions, Step, Wire};
 
-/// Sends each body to the server (OpenAI or Anthropic endpoint) and returns the recordings.
+/// Sends each body to the server (its wire's endpoint) and returns the recordings.
 fn record(bodies: &[(Wire, Value)]) -> Vec<RecordedRequest> {
     let options = ServerOptions {
         loop_script: true,
@@ -20,6 +20,7 @@ fn record(bodies: &[(Wire, Value)]) -> Vec<RecordedRequest> {
         let path = match wire {
             Wire::OpenAi => "/v1/chat/completions",
             Wire::Anthropic => "/v1/messages",
+            Wire::OpenAiResponses => "/v1/responses",
         };
         assert_eq!(post_blocking(server.addr(), path, body).status, 200);
     }
@@ -42,6 +43,41 @@ fn anthropic(system: &str, messages: Value) -> (Wire, Value) {
         Wire::Anthropic,
         json!({"model": "claude-test", "max_tokens": 100, "system": system, "messages": messages}),
     )
+}
+
+fn responses(instructions: &str, input: Value) -> (Wire, Value) {
+    (
+        Wire::OpenAiResponses,
+        json!({
+            "model": "gpt-test", "instructions": instructions, "input": input,
+            "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}, "strict": false}],
+            "store": false
+        }),
+    )
+}
+
+/// A reasoning item and the calls it led to, as a Responses client sends them back.
+fn function_calls(ids: &[&str]) -> Vec<Value> {
+    let reasoning =
+        json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"});
+    std::iter::once(reasoning)
+        .chain(ids.iter().map(
+            |id| json!({"type": "function_call", "call_id": id, "name": "read", "arguments": "{}"}),
+        ))
+        .collect()
+}
+
+fn call_output(id: &str) -> Value {
+    json!({"type": "function_call_output", "call_id": id, "output": "result"})
+}
+
+fn input_text(role: &str, text: &str) -> Value {
+    let part = if role == "assistant" {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    json!({"type": "message", "role": role, "content": [{"type": part, "text": text}]})
 }
 
 fn assistant_calls(ids: &[&str]) -> Value {
@@ -93,6 +129,19 @@ fn good_conversation() -> Vec<RecordedRequest> {
             "sys",
             json!([{"role": "user", "content": "hi"}, tool_use("t1"), tool_result("t1")]),
         ),
+        responses("sys", {
+            let mut input = vec![
+                input_text("user", "hi"),
+                input_text("assistant", "Reading."),
+            ];
+            input.extend(function_calls(&["f1", "f2"]));
+            input.extend([
+                call_output("f1"),
+                call_output("f2"),
+                input_text("user", "thanks"),
+            ]);
+            input.into()
+        }),
     ])
 }
 
@@ -125,6 +174,14 @@ fn missing_tool_result_is_caught() {
     assert_eq!(
         p,
         r#"requests()[0] (anthropic): tool call "t1" (read) in messages()[2] has no tool result"#
+    );
+    let mut input = vec![input_text("user", "hi")];
+    input.extend(function_calls(&["f1", "f2"]));
+    input.push(call_output("f2"));
+    let p = problems(&[responses("s", input.into())]);
+    assert_eq!(
+        p,
+        r#"requests()[0] (openai-responses): tool call "f1" (read) in messages()[2] has no tool result"#
     );
 }
 
@@ -247,6 +304,14 @@ fn changed_tools_or_system_prompt_are_caught() {
         "{p}"
     );
     assert!(p.contains("first difference at byte 17"), "{p}");
+
+    let hi = || json!([input_text("user", "hi")]);
+    let requests = record(&[responses("Be brief.", hi()), responses("Be brief!", hi())]);
+    let p = check_prefix_stable(&requests).unwrap_err();
+    assert!(
+        p.contains("requests()[1] (openai-responses): system prompt differs"),
+        "{p}"
+    );
 }
 
 #[test]

@@ -158,6 +158,7 @@ fn tool_step() -> Step {
             ToolCall::new("read_file", r#"{"path":"src/main.rs","limit":100}"#).with_id("call_abc"),
             ToolCall::new("broken", r#"{"unterminated": "#),
         ],
+        reasoning: None,
     }
     .into()
 }

@@ -225,6 +225,18 @@ pub fn anthropic_body(stream: bool) -> Value {
     })
 }
 
+/// A minimal OpenAI Responses request body.
+pub fn responses_body(stream: bool) -> Value {
+    serde_json::json!({
+        "model": "gpt-test",
+        "instructions": "You are a test.",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"}]}],
+        "stream": stream,
+        "store": false,
+        "include": ["reasoning.encrypted_content"]
+    })
+}
+
 /// Blocking POST for synchronous tests (std networking only).
 pub fn post_blocking(addr: SocketAddr, path: &str, body: &Value) -> RawResponse {
     use std::io::{Read, Write};
