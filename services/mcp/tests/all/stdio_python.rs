@@ -33,12 +33,13 @@ fn the_environment_is_minimal_and_holds_no_provider_keys() {
             .env("TALARIA_API_KEY", "probe-talaria-key")
             .env("AWS_SECRET_ACCESS_KEY", "probe-aws")
             .env("XDG_RUNTIME_DIR", "/tmp/xdg-probe")
+            .env("UNRELATED_PARENT_VAR", "from-the-parent")
             .status()
             .unwrap();
         assert!(status.success(), "the probe run failed");
         return;
     }
-    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    assert!(std::env::var_os("OPENAI_API_KEY").is_some());
     let mut config = common::python_stdio(&peers, &[]);
     config
         .env
@@ -56,7 +57,7 @@ fn the_environment_is_minimal_and_holds_no_provider_keys() {
             "ANTHROPIC_API_KEY",
             "TALARIA_API_KEY",
             "AWS_SECRET_ACCESS_KEY",
-            "CARGO_MANIFEST_DIR",
+            "UNRELATED_PARENT_VAR",
             PROBE,
         ] {
             assert!(!env.contains_key(key), "{key} reached the server");
