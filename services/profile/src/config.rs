@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use talaria_kernel::Pricing;
 
 use crate::env::EnvLayer;
+use crate::mcp_config::McpServerConfig;
 
 /// One model endpoint (the primary or a fallback).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -411,6 +412,9 @@ pub struct ConfigFile {
     /// Secret redaction.
     #[serde(skip_serializing_if = "is_default")]
     pub security: SecurityConfig,
+    /// MCP servers by name (Hermes Agent's keys).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub mcp_servers: std::collections::BTreeMap<String, McpServerConfig>,
 }
 
 /// Sections left at their defaults are not written, so a later release's
@@ -496,6 +500,29 @@ impl ConfigFile {
                 }
             }
         }
+        for (name, server) in &mut config.mcp_servers {
+            server.expand(env).map_err(|variable| {
+                let (line, column) = locate(text, &format!("${{{variable}"));
+                ConfigError::Invalid {
+                    path: path.to_owned(),
+                    line,
+                    column,
+                    message: format!(
+                        "environment variable {variable} is not set (set it, put it in .env, or \
+                         write ${{{variable}:-default}})"
+                    ),
+                }
+            })?;
+            server.validate(name).map_err(|message| {
+                let (line, column) = locate_after(text, "mcp_servers", name);
+                ConfigError::Invalid {
+                    path: path.to_owned(),
+                    line,
+                    column,
+                    message,
+                }
+            })?;
+        }
         Ok(config)
     }
 
@@ -541,9 +568,34 @@ pub fn expand(value: &str, env: &EnvLayer) -> Result<String, String> {
 
 /// 1-based line and column of the first occurrence of `needle`.
 fn locate(text: &str, needle: &str) -> (usize, usize) {
-    let Some(offset) = text.find(needle) else {
+    text.find(needle)
+        .map_or((1, 1), |offset| position(text, offset))
+}
+
+/// 1-based line and column of the key `name` (bare or quoted) in the lines after the first
+/// `section` key.
+fn locate_after(text: &str, section: &str, name: &str) -> (usize, usize) {
+    let Some(start) = text.find(&format!("{section}:")) else {
         return (1, 1);
     };
+    let keys = [
+        format!("{name}:"),
+        format!("\"{name}\":"),
+        format!("'{name}':"),
+    ];
+    let mut offset = start;
+    for (index, line) in text[start..].split_inclusive('\n').enumerate() {
+        let trimmed = line.trim_start();
+        if index > 0 && keys.iter().any(|key| trimmed.starts_with(key.as_str())) {
+            return position(text, offset + (line.len() - trimmed.len()));
+        }
+        offset += line.len();
+    }
+    position(text, start)
+}
+
+/// 1-based line and column of byte `offset`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;

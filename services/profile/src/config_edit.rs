@@ -90,6 +90,17 @@ pub fn effective(config: &ConfigFile) -> Result<Value, ConfigEditError> {
         "approvals",
         serde_yaml_ng::to_value(&config.approvals).map_err(yaml)?,
     );
+    // Header and env values of MCP servers are credentials whatever their name says.
+    let mut servers = config.mcp_servers.clone();
+    for server in servers.values_mut() {
+        for value in server.env.values_mut().chain(server.headers.values_mut()) {
+            *value = mask_secret(value);
+        }
+    }
+    put(
+        "mcp_servers",
+        serde_yaml_ng::to_value(&servers).map_err(yaml)?,
+    );
     let mut value = Value::Mapping(map);
     mask_keys(&mut value);
     Ok(value)
@@ -297,6 +308,34 @@ mod tests {
 
     fn env() -> EnvLayer {
         EnvLayer::from_pairs(&[])
+    }
+
+    #[test]
+    fn mcp_servers_show_masked_and_set_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        set(&path, "mcp_servers.fs.command", "npx", &env()).unwrap();
+        set(
+            &path,
+            "mcp_servers.fs.env",
+            "{GITHUB_TOKEN: ghp_secretvalue123}",
+            &env(),
+        )
+        .unwrap();
+        let error = set(&path, "mcp_servers.fs.url", "http://h/mcp", &env()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("mcp_servers.fs: both command and url"),
+            "{error}"
+        );
+        let config = ConfigFile::load(&path, &env()).unwrap();
+        let text = serde_yaml_ng::to_string(&effective(&config).unwrap()).unwrap();
+        assert!(
+            text.contains("command: npx") && text.contains("GITHUB_TOKEN: …"),
+            "{text}"
+        );
+        assert!(!text.contains("ghp_secret"), "{text}");
     }
 
     #[test]

@@ -42,6 +42,16 @@ impl EnvLayer {
         })
     }
 
+    /// The same process part with the `.env` part read again from `dotenv_path` (after the
+    /// file changed, as an import does).
+    pub fn reload_dotenv(&self, dotenv_path: &Path) -> Result<Self, DotenvError> {
+        let fresh = Self::load(dotenv_path)?;
+        Ok(Self {
+            dotenv: fresh.dotenv,
+            process: self.process.clone(),
+        })
+    }
+
     /// A layer with fixed values only (for tests): `process` replaces the real environment.
     pub fn fixed(process: HashMap<String, String>, dotenv: HashMap<String, String>) -> Self {
         Self {

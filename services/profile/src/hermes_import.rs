@@ -95,9 +95,16 @@ pub fn import_hermes(
         copy_file(&soul, &home.soul_file(), overwrite, &mut report)?;
     }
     import_keys(&from.join(".env"), &home.env_file(), overwrite, &mut report)?;
+    // Keys just imported into .env may be what the imported settings refer to.
+    let env = env
+        .reload_dotenv(&home.env_file())
+        .map_err(|error| ImportError::HermesConfig {
+            path: home.env_file(),
+            message: error.message,
+        })?;
     let config = from.join("config.yaml");
     if config.is_file() {
-        import_config(&config, home, overwrite, env, &mut report)?;
+        import_config(&config, home, overwrite, &env, &mut report)?;
     }
     Ok(report)
 }
@@ -254,11 +261,15 @@ fn import_config(
     report: &mut ImportReport,
 ) -> Result<(), ImportError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let document: Value =
+    let mut document: Value =
         serde_yaml_ng::from_str(&text).map_err(|e| ImportError::HermesConfig {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
+    let servers = match &mut document {
+        Value::Mapping(map) => map.remove("mcp_servers"),
+        _ => None,
+    };
     let ours: Value = std::fs::read_to_string(home.config_file())
         .ok()
         .and_then(|t| serde_yaml_ng::from_str(&t).ok())
@@ -296,6 +307,64 @@ fn import_config(
                 report.imported.push(format!("config {key} → {ours_key}"));
             }
             None => report.unmapped.push(key),
+        }
+    }
+    if let Some(servers) = servers {
+        import_mcp_servers(&servers, home, overwrite, env, &is_set, report)?;
+    }
+    Ok(())
+}
+
+/// Hermes's `mcp_servers`, one server at a time: a server that does not validate here (a
+/// variable that is not set, the SSE transport) is reported and the rest go on.
+fn import_mcp_servers(
+    servers: &Value,
+    home: &ProfileHome,
+    overwrite: bool,
+    env: &EnvLayer,
+    is_set: &dyn Fn(&str) -> bool,
+    report: &mut ImportReport,
+) -> Result<(), ImportError> {
+    let mut taken = std::collections::BTreeSet::new();
+    for server in crate::hermes_mcp::convert(servers) {
+        let key = format!("mcp_servers.{}", server.name);
+        let renamed = if server.name == server.hermes_name {
+            String::new()
+        } else {
+            format!(" (Hermes's {:?})", server.hermes_name)
+        };
+        report.unmapped.extend(server.unmapped);
+        if !taken.insert(server.name.clone()) {
+            report.unmapped.push(format!(
+                "{key}{renamed} (not imported: another Hermes server has the same name here)"
+            ));
+            continue;
+        }
+        let value = match server.value {
+            Ok(value) => value,
+            Err(why) => {
+                report
+                    .unmapped
+                    .push(format!("{key}{renamed} (not imported: {why})"));
+                continue;
+            }
+        };
+        if is_set(&key) && !overwrite {
+            report.kept.push(format!("config {key}"));
+            continue;
+        }
+        let text = serde_yaml_ng::to_string(&value).map_err(|e| ImportError::HermesConfig {
+            path: home.config_file(),
+            message: e.to_string(),
+        })?;
+        match set(&home.config_file(), &key, &text, env) {
+            Ok(()) => report.imported.push(format!("config {key}{renamed}")),
+            Err(ConfigEditError::Invalid(crate::config::ConfigError::Invalid {
+                message, ..
+            })) => report
+                .unmapped
+                .push(format!("{key}{renamed} (not imported: {message})")),
+            Err(other) => return Err(other.into()),
         }
     }
     Ok(())
@@ -411,6 +480,74 @@ mod tests {
                 "{report:?}"
             );
         }
+    }
+
+    #[test]
+    fn mcp_servers_are_imported_one_by_one() {
+        let hermes = tempfile::tempdir().unwrap();
+        std::fs::write(hermes.path().join(".env"), "GH_TOKEN=ghp_fromhermes\n").unwrap();
+        std::fs::write(
+            hermes.path().join("config.yaml"),
+            "mcp_servers:\n  github:\n    command: npx\n    args: [-y, server-github]\n    \
+             env: {GITHUB_PERSONAL_ACCESS_TOKEN: \"${env:GH_TOKEN}\"}\n    timeout: 120\n    \
+             tools: {exclude: delete_repo, resources: false}\n    sampling: {enabled: true}\n  \
+             remote.api:\n    url: https://mcp.example.com/mcp\n    \
+             headers: {Authorization: \"Bearer ${REMOTE_TOKEN}\"}\n  \
+             old:\n    url: http://h/sse\n    transport: sse\n",
+        )
+        .unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(target.path());
+        let env = EnvLayer::from_pairs(&[]);
+        let report = import_hermes(hermes.path(), &home, false, &env).unwrap();
+        let text = std::fs::read_to_string(home.config_file()).unwrap();
+        assert!(
+            text.contains("GITHUB_PERSONAL_ACCESS_TOKEN: ${GH_TOKEN}"),
+            "{text}"
+        );
+        let env = env.reload_dotenv(&home.env_file()).unwrap();
+        let config = crate::config::ConfigFile::load(&home.config_file(), &env).unwrap();
+        let github = &config.mcp_servers["github"];
+        assert_eq!(github.args, ["-y", "server-github"]);
+        assert_eq!(github.env["GITHUB_PERSONAL_ACCESS_TOKEN"], "ghp_fromhermes");
+        assert_eq!(github.call_timeout(), std::time::Duration::from_secs(120));
+        assert!(!github.tools.allows("delete_repo") && !github.tools.resources);
+        assert!(
+            report
+                .imported
+                .contains(&"config mcp_servers.github".to_string())
+        );
+        assert!(
+            report
+                .unmapped
+                .contains(&"mcp_servers.github.sampling".to_string())
+        );
+        let not_imported = |name: &str, why: &str| {
+            report
+                .unmapped
+                .iter()
+                .any(|u| u.starts_with(name) && u.contains("not imported") && u.contains(why))
+        };
+        assert!(
+            not_imported(
+                "mcp_servers.remote_api (Hermes's \"remote.api\")",
+                "REMOTE_TOKEN is not set"
+            ),
+            "{report:?}"
+        );
+        assert!(
+            not_imported("mcp_servers.old", "transport sse"),
+            "{report:?}"
+        );
+        assert!(!format!("{report:?}").contains("ghp_fromhermes"));
+
+        let again = import_hermes(hermes.path(), &home, false, &env).unwrap();
+        assert!(
+            again
+                .kept
+                .contains(&"config mcp_servers.github".to_string()),
+            "{again:?}"
+        );
     }
 
     #[test]

@@ -10,9 +10,11 @@ pub mod config;
 pub mod config_edit;
 pub mod env;
 pub mod hermes_import;
+mod hermes_mcp;
 pub mod home;
 pub mod home_modes;
 mod load;
+pub mod mcp_config;
 pub mod profiles;
 pub mod settings;
 
@@ -20,5 +22,6 @@ pub use config::{ConfigError, ConfigFile};
 pub use env::EnvLayer;
 pub use home::ProfileHome;
 pub use load::{LoadError, load_profile};
+pub use mcp_config::{McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
