@@ -16,6 +16,8 @@ mod execute_code;
 mod knowledge;
 #[path = "all/languages.rs"]
 mod languages;
+#[path = "all/mcp.rs"]
+mod mcp;
 #[path = "all/model_errors.rs"]
 mod model_errors;
 #[path = "all/plugin_group.rs"]

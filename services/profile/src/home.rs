@@ -54,6 +54,11 @@ impl ProfileHome {
         self.root.join("cache").join("plugins")
     }
 
+    /// The MCP servers' cached `tools/list` answers, one file per server and configuration.
+    pub fn mcp_cache_dir(&self) -> PathBuf {
+        self.root.join("cache").join("mcp")
+    }
+
     /// The per-profile secret that keys the MACs of compiled plugin files, so
     /// a tampered cache file is recompiled rather than loaded. Protected
     /// (reads too) and hidden from sandboxes.

@@ -49,6 +49,9 @@ pub enum Command {
     /// List the skills and check that they load.
     #[command(subcommand, alias = "skills")]
     Skill(SkillCommand),
+    /// The MCP servers of `mcp_servers` in config.yaml: list them, test one.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
@@ -87,6 +90,19 @@ pub struct SlashCommandArgs {
     /// The surface whose commands to list: cli, gateway or acp.
     #[arg(long, default_value = "cli")]
     pub surface: String,
+}
+
+/// `talaria mcp …`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Every configured server: how it is reached, whether it is enabled, and how many
+    /// tools its cache holds.
+    List,
+    /// Connects to one server, lists its tools, prints the timings and refreshes its cache.
+    Test {
+        /// The server's name under `mcp_servers`.
+        name: String,
+    },
 }
 
 /// `talaria skill …`.

@@ -8,6 +8,7 @@ mod config_cmd;
 mod distribution;
 mod exit;
 mod import_cmd;
+mod mcp_cmd;
 mod plugin_dev;
 mod plugin_registry;
 mod plugin_templates;
@@ -131,6 +132,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
+            Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,
