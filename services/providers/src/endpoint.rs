@@ -19,6 +19,21 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// `POST {base_url}{path}` authenticated with `Authorization: Bearer <api_key>` (both
+    /// OpenAI wires), when a key is configured.
+    pub fn with_bearer(
+        config: ProviderConfig,
+        client: reqwest::Client,
+        path: &str,
+    ) -> Result<Self, ConfigError> {
+        let auth: Vec<_> = config
+            .api_key
+            .iter()
+            .map(|key| ("authorization", format!("Bearer {key}"), true))
+            .collect();
+        Self::new(config, client, path, &auth)
+    }
+
     /// `POST {base_url}{path}` with `fixed` headers (name, value, sensitive)
     /// followed by the configured extra headers.
     pub fn new(

@@ -172,10 +172,10 @@ fn classify(failure: Failure<'_>) -> ModelError {
         },
         400 => match output_room(haystack) {
             Some(available) => ModelError::OutputBudgetTooLarge { available, message },
-            None if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
+            None if mentions_overflow(&lower) => ModelError::ContextOverflow { message },
             None => ModelError::InvalidRequest { status, message },
         },
-        413 | 422 if is_context_overflow(haystack) => ModelError::ContextOverflow { message },
+        413 | 422 if mentions_overflow(&lower) => ModelError::ContextOverflow { message },
         408 => ModelError::Timeout { message },
         503 | 529 => ModelError::Overloaded {
             status,
@@ -241,7 +241,6 @@ pub(crate) fn malformed(message: impl Into<String>) -> ModelError {
     }
 }
 
-/// Whether the text describes a prompt too large for the model's context.
 /// Room left for output when a 400 says the prompt plus `max_tokens` exceed the window while the
 /// prompt alone fits (Anthropic: "input length and `max_tokens` exceed context limit: 188240 +
 /// 21333 > 200000, decrease input length or `max_tokens` and try again"): the limit minus the
@@ -262,9 +261,9 @@ fn output_room(text: &str) -> Option<u32> {
     u32::try_from(room).ok().filter(|room| *room > 0)
 }
 
-pub(crate) fn is_context_overflow(text: &str) -> bool {
-    let text = text.to_lowercase();
-    OVERFLOW_HINTS.iter().any(|hint| text.contains(hint))
+/// Whether lowercase `text` describes a prompt too large for the model's context.
+fn mentions_overflow(lower: &str) -> bool {
+    OVERFLOW_HINTS.iter().any(|hint| lower.contains(hint))
 }
 
 /// The provider's own message from `{"error":{"message":..}}` (OpenAI and

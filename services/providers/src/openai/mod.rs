@@ -30,12 +30,7 @@ impl OpenAiChat {
         config: ProviderConfig,
         client: reqwest::Client,
     ) -> Result<Self, ConfigError> {
-        let auth: Vec<_> = config
-            .api_key
-            .iter()
-            .map(|key| ("authorization", format!("Bearer {key}"), true))
-            .collect();
-        let endpoint = Endpoint::new(config, client, "/chat/completions", &auth)?;
+        let endpoint = Endpoint::with_bearer(config, client, "/chat/completions")?;
         Ok(Self { endpoint })
     }
 

@@ -43,12 +43,7 @@ impl OpenAiResponses {
         config: ProviderConfig,
         client: reqwest::Client,
     ) -> Result<Self, ConfigError> {
-        let auth: Vec<_> = config
-            .api_key
-            .iter()
-            .map(|key| ("authorization", format!("Bearer {key}"), true))
-            .collect();
-        let endpoint = Endpoint::new(config, client, "/responses", &auth)?;
+        let endpoint = Endpoint::with_bearer(config, client, "/responses")?;
         Ok(Self { endpoint })
     }
 
