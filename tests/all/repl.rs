@@ -420,3 +420,47 @@ fn a_used_up_key_of_a_pool_is_skipped_by_the_next_session_of_the_process() {
         "the quota error is not retried on its key, and the new session does not ask it again"
     );
 }
+
+#[test]
+fn an_mcp_call_is_approved_at_the_prompt_and_slash_mcp_shows_the_server() {
+    let Some(entry) = crate::mcp::everything() else {
+        return;
+    };
+    let home = Home::new();
+    let work = home.workdir();
+    home.write_config(&crate::mcp::everything_config(
+        &entry,
+        "    approval: every-call\n",
+    ));
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "mcp_everything_echo",
+            r#"{"message": "approved echo"}"#,
+        )]),
+        Step::text("The server echoed it."),
+    ]))
+    .unwrap();
+    let mut session = repl(&home, work.path(), &server, &[]);
+    prompt(&mut session);
+    session.send_line("/mcp").unwrap();
+    session
+        .exp_string("everything")
+        .expect("/mcp lists the server");
+    session.exp_string("stdio: node").unwrap();
+    prompt(&mut session);
+    session.send_line("echo it").unwrap();
+    session
+        .exp_string("calls tool echo of MCP server everything")
+        .expect("the question names the server and the tool");
+    session.exp_string("[d]eny?").unwrap();
+    session.send_line("o").unwrap();
+    session
+        .exp_string("The server echoed it.")
+        .expect("turn finished");
+    prompt(&mut session);
+    assert_eq!(
+        crate::common::tool_results(&server, 1),
+        ["Echo: approved echo"]
+    );
+    quit(session);
+}

@@ -112,6 +112,7 @@ pub struct Agent {
     pub(crate) plugin_commands: Option<talaria_plugin_host::PluginCommands>,
     pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
     pub(crate) plugin_statuses: Vec<crate::plugins::PluginStatus>,
+    pub(crate) mcp: Option<crate::mcp_tools::McpTools>,
 }
 
 impl Agent {
@@ -152,7 +153,10 @@ impl Agent {
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
 
-        // The tools: the native ones, then the plugins'.
+        // The tools: the native ones, then the plugins', then the MCP servers'.
+        let someone_can_approve = !settings.yolo
+            && settings.config.approvals.mode == ApprovalMode::Ask
+            && approver_can_answer;
         let native = native_tools(NativeToolInputs {
             knowledge: &knowledge,
             db: db.as_ref(),
@@ -161,13 +165,22 @@ impl Agent {
             cwd,
             scratch_root: home.tmp_dir(),
             // Scripts need the user's approval outside a sandbox or yolo mode.
-            someone_can_approve: !settings.yolo
-                && settings.config.approvals.mode == ApprovalMode::Ask
-                && approver_can_answer,
+            someone_can_approve,
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
+        }
+        let mcp = crate::mcp_tools::start(
+            &settings.config.mcp_servers,
+            home,
+            exec.executor.clone(),
+            someone_can_approve,
+            &mut notices,
+        )
+        .await;
+        if let Some(mcp) = &mcp {
+            sources.push(mcp.gated.clone());
         }
         let options = dispatch_options(&settings.config, surface, home, cwd);
         let (tools, dispatch_notices) = Dispatcher::new(sources.clone(), options.clone());
@@ -222,6 +235,7 @@ impl Agent {
             plugin_commands: plugins.commands,
             plugin_skins: plugins.skins,
             plugin_statuses: plugins.statuses,
+            mcp,
         })
     }
 
@@ -255,6 +269,9 @@ impl Agent {
         let session = &self.conversation.session_id;
         self.exec.processes.end_session(session);
         self.exec.executor.policy().end_session(session);
+        if let Some(mcp) = &self.mcp {
+            mcp.end().await;
+        }
     }
 
     /// The loop's cross-turn state (usage, retries, active fallback).

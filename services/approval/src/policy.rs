@@ -156,6 +156,11 @@ impl ApprovalPolicy {
         self.classifier
     }
 
+    /// Whether the user allowed the finding `id` always (in an earlier session or this one).
+    pub fn always_allows(&self, id: &str) -> bool {
+        lock(&self.always).contains(id)
+    }
+
     /// Forgets the session-scoped approvals of `session_id`.
     pub fn end_session(&self, session_id: &str) {
         lock(&self.sessions).remove(session_id);

@@ -397,6 +397,19 @@ impl GatedExecutor {
         origin: &ExecOrigin,
         finding: Finding,
     ) -> Result<Approval, ExecError> {
+        self.approve_text(text, origin, finding, self.backend.sandboxed())
+            .await
+    }
+
+    /// [`approve_code`](Self::approve_code) for something that runs elsewhere than the
+    /// backend (an MCP server's tool): `sandboxed` says whether that place is a sandbox.
+    pub async fn approve_text(
+        &self,
+        text: &str,
+        origin: &ExecOrigin,
+        finding: Finding,
+        sandboxed: bool,
+    ) -> Result<Approval, ExecError> {
         let cwd = origin
             .workspace
             .as_deref()
@@ -406,7 +419,7 @@ impl GatedExecutor {
             tool: &origin.tool,
             command: text,
             cwd: cwd.as_deref(),
-            sandboxed: self.backend.sandboxed(),
+            sandboxed,
             unmatched: Some(finding),
         };
         self.policy

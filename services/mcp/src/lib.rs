@@ -34,7 +34,7 @@ pub use content::{flatten, flatten_result};
 pub use error::{McpError, Scrubber};
 pub use names::{Helper, MAX_TOOL_NAME, Target, ToolNames, sanitise};
 pub use server::McpServer;
-pub use source::{McpToolSource, Origin};
+pub use source::{CallInfo, McpToolSource, Origin};
 pub use spec::{ReconnectPolicy, ServerSpec};
 pub use stdio::{PASSED_ENV, minimal_env};
 

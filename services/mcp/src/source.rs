@@ -32,6 +32,19 @@ pub struct McpToolSource {
     entries: Vec<ToolEntry>,
 }
 
+/// What one offered tool calls, for the approval layer.
+#[derive(Debug, Clone)]
+pub struct CallInfo<'a> {
+    /// The server's name.
+    pub server: &'a str,
+    /// The server's own name for the tool (or the helper's request).
+    pub tool: &'a str,
+    /// The server marked the tool read-only (helpers only read).
+    pub read_only: bool,
+    /// The server's configuration.
+    pub spec: &'a ServerSpec,
+}
+
 /// How a server's offer was obtained by [`McpToolSource::start`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
@@ -45,7 +58,7 @@ impl McpToolSource {
     /// A source over servers whose offers are known.
     pub fn new(servers: Vec<(Arc<McpServer>, ServerTools)>) -> Self {
         let mut targets = Vec::new();
-        let mut described: BTreeMap<Target, (String, Value)> = BTreeMap::new();
+        let mut described: BTreeMap<Target, (String, Value, bool)> = BTreeMap::new();
         for (server, offer) in &servers {
             let name = server.name().to_owned();
             let filter = &server.spec().config.tools;
@@ -61,7 +74,11 @@ impl McpToolSource {
                     .unwrap_or_else(|| format!("{} (MCP server {name})", tool.name));
                 described.insert(
                     target.clone(),
-                    (cap_description(&description), schema(&tool.input_schema)),
+                    (
+                        cap_description(&description),
+                        schema(&tool.input_schema),
+                        tool.read_only_hint == Some(true),
+                    ),
                 );
                 targets.push(target);
             }
@@ -70,7 +87,8 @@ impl McpToolSource {
                     server: name.clone(),
                     helper,
                 };
-                described.insert(target.clone(), helper_spec(helper, &name));
+                let (description, parameters) = helper_spec(helper, &name);
+                described.insert(target.clone(), (description, parameters, true));
                 targets.push(target);
             }
         }
@@ -78,7 +96,7 @@ impl McpToolSource {
         let entries = names
             .iter()
             .filter_map(|(name, target)| {
-                let (description, parameters) = described.get(target)?.clone();
+                let (description, parameters, read_only) = described.get(target)?.clone();
                 Some(ToolEntry {
                     spec: ToolSpec {
                         name: name.to_owned(),
@@ -86,7 +104,11 @@ impl McpToolSource {
                         parameters,
                         refunds_iteration: false,
                     },
-                    flags: ToolFlags::default(),
+                    flags: if read_only {
+                        ToolFlags::read_only()
+                    } else {
+                        ToolFlags::default()
+                    },
                     toolset: format!("mcp-{}", target.server()),
                 })
             })
@@ -160,6 +182,31 @@ impl McpToolSource {
         self.servers.get(name)
     }
 
+    /// The servers, by name.
+    pub fn servers(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.servers.values()
+    }
+
+    /// What the offered tool `name` calls (`None`: not one of this source's tools).
+    pub fn call_info(&self, name: &str) -> Option<CallInfo<'_>> {
+        let target = self.names.get(name)?;
+        let server = self.servers.get(target.server())?;
+        let read_only = self
+            .entries
+            .iter()
+            .any(|entry| entry.spec.name == name && entry.flags.read_only);
+        let tool = match target {
+            Target::Tool { tool, .. } => tool.as_str(),
+            Target::Helper { helper, .. } => helper.label(),
+        };
+        Some(CallInfo {
+            server: server.name(),
+            tool,
+            read_only,
+            spec: server.spec(),
+        })
+    }
+
     /// Servers whose tools changed since they were listed (apply in the next session).
     pub fn changed_servers(&self) -> Vec<String> {
         self.servers
@@ -176,6 +223,18 @@ impl McpToolSource {
     pub async fn refresh_caches(&self, cache_dir: &Path) -> Vec<McpError> {
         let mut errors = Vec::new();
         for server in self.servers.values() {
+            if let Err(error) = server.refresh_cache(cache_dir).await {
+                errors.push(error);
+            }
+        }
+        errors
+    }
+
+    /// Lists again, into the cache, the tools of the servers that said their tools changed, so
+    /// the next session offers the new list. Returns the servers that could not be refreshed.
+    pub async fn refresh_changed(&self, cache_dir: &Path) -> Vec<McpError> {
+        let mut errors = Vec::new();
+        for server in self.servers.values().filter(|s| s.tools_list_changed()) {
             if let Err(error) = server.refresh_cache(cache_dir).await {
                 errors.push(error);
             }

@@ -55,6 +55,8 @@ pub struct ServerSpec {
     pub config: McpServerConfig,
     /// Reconnects and parking.
     pub policy: ReconnectPolicy,
+    /// Host paths a server in bubblewrap must not read (the profile's secrets).
+    pub hidden: Vec<std::path::PathBuf>,
     scrubber: Scrubber,
 }
 
@@ -70,7 +72,14 @@ impl ServerSpec {
             scrubber: Scrubber::for_config(&config),
             config,
             policy: ReconnectPolicy::default(),
+            hidden: Vec::new(),
         })
+    }
+
+    /// The same server with `paths` hidden from it when it runs in bubblewrap.
+    pub fn with_hidden(mut self, paths: impl IntoIterator<Item = std::path::PathBuf>) -> Self {
+        self.hidden.extend(paths);
+        self
     }
 
     /// The same server with another reconnect policy.

@@ -14,6 +14,8 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use talaria_exec::{Backend, BwrapBackend, ExecRequest};
+
 use crate::error::McpError;
 use crate::spec::ServerSpec;
 
@@ -110,27 +112,25 @@ impl StdioProcess {
             command: spec.clean(&program),
             reason: spec.clean(&reason),
         };
-        if config.sandboxed() {
-            return Err(McpError::Config {
-                server: spec.name.clone(),
-                message: "sandbox: bwrap is not supported yet; remove it to run the server on \
-                          the host"
-                    .into(),
-            });
-        }
-        let mut command = Command::new(&program);
+        let mut command = if config.sandboxed() {
+            in_bwrap(spec, &program)?
+        } else {
+            let mut command = Command::new(&program);
+            command
+                .args(&config.args)
+                .env_clear()
+                .envs(minimal_env(std::env::vars_os(), &config.env));
+            if let Some(cwd) = &config.cwd {
+                command.current_dir(cwd);
+            }
+            command
+        };
         command
-            .args(&config.args)
-            .env_clear()
-            .envs(minimal_env(std::env::vars_os(), &config.env))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(cwd) = &config.cwd {
-            command.current_dir(cwd);
-        }
         let mut child = command.spawn().map_err(|e| spawn_error(e.to_string()))?;
         let group = child
             .id()
@@ -183,6 +183,39 @@ impl StdioProcess {
         }
         let _ = self.child.start_kill();
     }
+}
+
+/// The server's command inside bubblewrap, as the `bwrap` terminal backend runs commands: the
+/// file system read-only but for its working directory (`cwd`, else Talaria's), private `/tmp`,
+/// the profile's secrets hidden, capabilities dropped; the network stays (servers call APIs).
+fn in_bwrap(spec: &ServerSpec, program: &str) -> Result<Command, McpError> {
+    let config = &spec.config;
+    let refused = |reason: String| McpError::Spawn {
+        server: spec.name.clone(),
+        command: spec.clean(program),
+        reason: spec.clean(&format!("cannot run it in bubblewrap: {reason}")),
+    };
+    let cwd = match &config.cwd {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::current_dir().map_err(|e| refused(e.to_string()))?,
+    };
+    let backend = BwrapBackend::new(true)
+        .map_err(|e| refused(e.to_string()))?
+        .with_hidden(spec.hidden.iter().cloned());
+    let mut request = ExecRequest::new(program, config.args.clone(), cwd);
+    request.env = minimal_env(std::env::vars_os(), &config.env)
+        .into_iter()
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let command = backend
+        .command(&request)
+        .map_err(|e| refused(e.to_string()))?;
+    Ok(Command::from(command))
 }
 
 impl Drop for StdioProcess {

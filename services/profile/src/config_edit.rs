@@ -237,6 +237,64 @@ fn lookup(config: &ConfigFile, key: &str) -> Result<Value, ConfigEditError> {
 /// and only then writes it (atomically). The previous file is kept as
 /// `config.yaml.bak` when it had comments, which YAML rewriting drops.
 pub fn set(path: &Path, key: &str, raw: &str, env: &EnvLayer) -> Result<(), ConfigEditError> {
+    let new: Value = serde_yaml_ng::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+    let keys = parts(key)?;
+    rewrite(path, env, |document| {
+        let mut cursor = document;
+        for (i, part) in keys.iter().enumerate() {
+            let Value::Mapping(map) = cursor else {
+                return Err(ConfigEditError::UnknownKey {
+                    key: key.to_owned(),
+                    known: String::new(),
+                });
+            };
+            let entry = map
+                .entry(Value::String((*part).to_owned()))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            if i + 1 == keys.len() {
+                *entry = new.clone();
+                break;
+            }
+            if !entry.is_mapping() {
+                *entry = Value::Mapping(Mapping::new());
+            }
+            cursor = entry;
+        }
+        Ok(())
+    })
+}
+
+/// Removes `key` (and what is under it) from the file at `path`, like [`set`]: validated,
+/// written atomically, a commented file kept as `config.yaml.bak`. A key the file does not
+/// hold is [`ConfigEditError::UnknownKey`].
+pub fn remove(path: &Path, key: &str, env: &EnvLayer) -> Result<(), ConfigEditError> {
+    let keys = parts(key)?;
+    let unknown = || ConfigEditError::UnknownKey {
+        key: key.to_owned(),
+        known: String::new(),
+    };
+    rewrite(path, env, |document| {
+        let Some((last, parents)) = keys.split_last() else {
+            return Err(unknown());
+        };
+        let mut cursor = document;
+        for part in parents {
+            cursor = cursor.get_mut(*part).ok_or_else(unknown)?;
+        }
+        let Value::Mapping(map) = cursor else {
+            return Err(unknown());
+        };
+        map.remove(*last).map(drop).ok_or_else(unknown)
+    })
+}
+
+/// Reads the file at `path` (which must be valid), applies `change` to its document,
+/// validates the result against the config schema and only then writes it (atomically).
+fn rewrite(
+    path: &Path,
+    env: &EnvLayer,
+    change: impl FnOnce(&mut Value) -> Result<(), ConfigEditError>,
+) -> Result<(), ConfigEditError> {
     let io = |source| ConfigEditError::Io {
         path: path.to_path_buf(),
         source,
@@ -253,28 +311,7 @@ pub fn set(path: &Path, key: &str, raw: &str, env: &EnvLayer) -> Result<(), Conf
     } else {
         serde_yaml_ng::from_str(&text).map_err(|e| ConfigEditError::Yaml(e.to_string()))?
     };
-    let new: Value = serde_yaml_ng::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
-    let keys = parts(key)?;
-    let mut cursor = &mut document;
-    for (i, part) in keys.iter().enumerate() {
-        let Value::Mapping(map) = cursor else {
-            return Err(ConfigEditError::UnknownKey {
-                key: key.to_owned(),
-                known: String::new(),
-            });
-        };
-        let entry = map
-            .entry(Value::String((*part).to_owned()))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-        if i + 1 == keys.len() {
-            *entry = new.clone();
-            break;
-        }
-        if !entry.is_mapping() {
-            *entry = Value::Mapping(Mapping::new());
-        }
-        cursor = entry;
-    }
+    change(&mut document)?;
     let updated =
         serde_yaml_ng::to_string(&document).map_err(|e| ConfigEditError::Yaml(e.to_string()))?;
     // Validation names the key when the value has the wrong type or the key is unknown.

@@ -22,6 +22,6 @@ pub use config::{ConfigError, ConfigFile};
 pub use env::EnvLayer;
 pub use home::ProfileHome;
 pub use load::{LoadError, load_profile};
-pub use mcp_config::{McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
+pub use mcp_config::{McpApproval, McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};

@@ -48,6 +48,21 @@ pub enum McpSandbox {
     Bwrap,
 }
 
+/// Which calls to a server's tools ask the user first (`mcp_servers.<name>.approval`). The
+/// server runs with the user's rights (or in bubblewrap), so its tools are side effects like
+/// commands: the same approval layer decides, "always" answers are remembered per tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpApproval {
+    /// Ask before tools the server does not mark read-only (the default).
+    #[default]
+    Writes,
+    /// Ask before every call.
+    EveryCall,
+    /// Never ask: configuring the server was the consent.
+    Trusted,
+}
+
 /// Which of a server's tools are offered (`mcp_servers.<name>.tools`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -154,6 +169,17 @@ pub struct McpServerConfig {
     /// stdio: `bwrap` runs the server in bubblewrap; `none` (default) on the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<McpSandbox>,
+    /// Which calls ask the user first (`writes`, `every-call`, `trusted`).
+    #[serde(skip_serializing_if = "is_default_approval")]
+    pub approval: McpApproval,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_default_approval(approval: &McpApproval) -> bool {
+    *approval == McpApproval::default()
 }
 
 #[expect(
@@ -183,6 +209,7 @@ impl Default for McpServerConfig {
             tools: McpToolsConfig::default(),
             enabled: true,
             sandbox: None,
+            approval: McpApproval::default(),
         }
     }
 }
@@ -195,6 +222,21 @@ impl McpServerConfig {
         } else {
             McpTransport::Stdio
         })
+    }
+
+    /// How the server is reached: `stdio: COMMAND ARGS` or `http: URL`.
+    pub fn describe(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(command), _) => {
+                let line = std::iter::once(command.as_str())
+                    .chain(self.args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                format!("stdio: {line}")
+            }
+            (None, Some(url)) => format!("http: {url}"),
+            (None, None) => "(no command or url)".to_owned(),
+        }
     }
 
     /// The per-call timeout.

@@ -60,7 +60,7 @@ fn ask_on_tty(request: &ApprovalRequest) -> Decision {
         return Decision::Deny;
     };
     let question = format!(
-        "\n  ! {} wants to run a command that needs approval ({}):\n      {}\n    \
+        "\n  ! {} needs approval ({}):\n      {}\n    \
          allow [o]nce, for this [s]ession, [a]lways, or [d]eny? ",
         request.tool,
         request.finding.description,

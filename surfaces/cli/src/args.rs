@@ -103,6 +103,36 @@ pub enum McpCommand {
         /// The server's name under `mcp_servers`.
         name: String,
     },
+    /// Adds a server to `mcp_servers` in config.yaml: the command after `--` for a stdio
+    /// server (`talaria mcp add fs -- npx -y @modelcontextprotocol/server-filesystem .`), or
+    /// `--url` for a streamable-HTTP one. Values may use `${VAR}`.
+    Add {
+        /// Its name (letters, digits, `_`, `-`).
+        name: String,
+        /// The streamable-HTTP endpoint.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// A header sent with every HTTP request (repeatable).
+        #[arg(long = "header", value_name = "NAME=VALUE")]
+        headers: Vec<String>,
+        /// A variable set for a stdio server (repeatable).
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// Which calls ask first: writes (default), every-call, trusted.
+        #[arg(long, value_name = "MODE")]
+        approval: Option<String>,
+        /// Run a stdio server in bubblewrap.
+        #[arg(long)]
+        bwrap: bool,
+        /// The stdio server's command and arguments.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Removes a server from `mcp_servers` in config.yaml.
+    Remove {
+        /// The server's name under `mcp_servers`.
+        name: String,
+    },
 }
 
 /// `talaria skill …`.

@@ -1,9 +1,12 @@
-//! `talaria mcp list|test`: the MCP servers of the profile, as the client sees them.
+//! `talaria mcp list|test|add|remove`: the MCP servers of the profile, as the client sees them.
 
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
 use talaria_mcp::{McpServer, ServerSpec, cache};
-use talaria_profile::{McpServerConfig, ProfileHome};
+
+use talaria_profile::config_edit;
+use talaria_profile::{EnvLayer, McpSandbox, McpServerConfig, ProfileHome};
 
 use crate::args::McpCommand;
 use crate::exit::{Status, usage_error};
@@ -32,7 +35,7 @@ pub async fn run(command: McpCommand, home: &ProfileHome) -> Status {
                     } else {
                         "disabled"
                     },
-                    reached_by(server),
+                    server.describe(),
                     cached(home, name, server)
                 );
             }
@@ -52,22 +55,121 @@ pub async fn run(command: McpCommand, home: &ProfileHome) -> Status {
             };
             test(home, &name, server.clone()).await
         }
+        McpCommand::Add {
+            name,
+            url,
+            headers,
+            env,
+            approval,
+            bwrap,
+            command,
+        } => {
+            if servers.contains_key(&name) {
+                return usage_error(&format!(
+                    "an MCP server named '{name}' is configured already; remove it first \
+                     (talaria mcp remove {name})"
+                ));
+            }
+            let entry = match entry(url, &headers, &env, approval.as_deref(), bwrap, command) {
+                Ok(entry) => entry,
+                Err(message) => return usage_error(&message),
+            };
+            if let Err(message) = entry.validate(&name) {
+                return usage_error(&message);
+            }
+            let yaml = match serde_yaml_ng::to_string(&entry) {
+                Ok(yaml) => yaml,
+                Err(error) => return usage_error(&error.to_string()),
+            };
+            match edit(home, |path, env| {
+                config_edit::set(path, &format!("mcp_servers.{name}"), &yaml, env)
+            }) {
+                Ok(()) => {
+                    println!(
+                        "added MCP server {name} ({}); it is offered from the next session \
+                         (talaria mcp test {name} connects and lists its tools now)",
+                        entry.describe()
+                    );
+                    Status::Answered
+                }
+                Err(message) => usage_error(&message),
+            }
+        }
+        McpCommand::Remove { name } => {
+            if !servers.contains_key(&name) {
+                return usage_error(&format!("no MCP server named '{name}' in config.yaml"));
+            }
+            match edit(home, |path, env| {
+                config_edit::remove(path, &format!("mcp_servers.{name}"), env)
+            }) {
+                Ok(()) => {
+                    println!("removed MCP server {name} (from the next session)");
+                    Status::Answered
+                }
+                Err(message) => usage_error(&message),
+            }
+        }
     }
 }
 
-/// How the server is reached: its command line or its URL.
-fn reached_by(server: &McpServerConfig) -> String {
-    match (&server.command, &server.url) {
-        (Some(command), _) => {
-            let line = std::iter::once(command.as_str())
-                .chain(server.args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
-            format!("stdio: {line}")
+/// Applies `change` to the profile's config.yaml with its `.env` layer loaded.
+fn edit(
+    home: &ProfileHome,
+    change: impl FnOnce(&std::path::Path, &EnvLayer) -> Result<(), config_edit::ConfigEditError>,
+) -> Result<(), String> {
+    let env = EnvLayer::load(&home.env_file()).map_err(|e| e.to_string())?;
+    change(&home.config_file(), &env).map_err(|e| e.to_string())
+}
+
+/// The `mcp_servers` entry `talaria mcp add` writes.
+fn entry(
+    url: Option<String>,
+    headers: &[String],
+    env: &[String],
+    approval: Option<&str>,
+    bwrap: bool,
+    command: Vec<String>,
+) -> Result<McpServerConfig, String> {
+    let mut entry = McpServerConfig::default();
+    match (url, command.split_first()) {
+        (Some(url), None) => entry.url = Some(url),
+        (None, Some((program, args))) => {
+            entry.command = Some(program.clone());
+            entry.args = args.to_vec();
         }
-        (None, Some(url)) => format!("http: {url}"),
-        (None, None) => "(no command or url)".to_owned(),
+        (None, None) => {
+            return Err("give the server's command after `--`, or --url for an HTTP server".into());
+        }
+        (Some(_), Some(_)) => return Err("give either --url or a command, not both".into()),
     }
+    entry.headers = pairs(headers, "--header", &['=', ':'])?;
+    entry.env = pairs(env, "--env", &['='])?;
+    if let Some(mode) = approval {
+        entry.approval = serde_yaml_ng::from_str(mode)
+            .map_err(|_| format!("--approval {mode}: expected writes, every-call or trusted"))?;
+    }
+    if bwrap {
+        entry.sandbox = Some(McpSandbox::Bwrap);
+    }
+    Ok(entry)
+}
+
+/// `NAME=VALUE` arguments of `flag` as a map; the name ends at the first of `separators`
+/// (headers also take `NAME: VALUE`).
+fn pairs(
+    values: &[String],
+    flag: &str,
+    separators: &[char],
+) -> Result<BTreeMap<String, String>, String> {
+    values
+        .iter()
+        .map(|pair| match pair.split_once(separators) {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_owned(), value.trim_start().to_owned()))
+            }
+            _ => Err(format!("{flag} {pair:?}: expected NAME=VALUE")),
+        })
+        .collect()
 }
 
 /// What the tools cache holds for the server's current configuration.

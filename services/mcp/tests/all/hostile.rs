@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use talaria_mcp::{McpError, McpServer, ReconnectPolicy};
-use talaria_profile::{McpSandbox, McpServerConfig};
+use talaria_profile::McpServerConfig;
 
 use crate::common::{self, process_gone, run};
 
@@ -103,7 +103,7 @@ fn a_server_that_exits_at_once_reports_its_stderr_without_credentials() {
 }
 
 #[test]
-fn a_missing_program_and_an_unsupported_sandbox_are_clear_errors() {
+fn a_missing_program_is_a_clear_error() {
     run(async {
         let missing = McpServer::new(common::spec(
             "ghost",
@@ -115,15 +115,6 @@ fn a_missing_program_and_an_unsupported_sandbox_are_clear_errors() {
             error
                 .to_string()
                 .starts_with("MCP server ghost: cannot start \"/nonexistent/mcp-server\"")
-        );
-
-        let mut config = common::stdio("true", &[]);
-        config.sandbox = Some(McpSandbox::Bwrap);
-        let boxed = McpServer::new(common::spec("boxed", config));
-        let error = boxed.connect().await.unwrap_err().to_string();
-        assert!(
-            error.starts_with("MCP server boxed: sandbox: bwrap is not supported yet"),
-            "{error}"
         );
     });
 }

@@ -126,7 +126,70 @@ fn a_ten_megabyte_line_is_dropped_and_the_session_works() {
         let offer = server.list_tools().await.unwrap();
         let mut names: Vec<&str> = offer.tools.iter().map(|t| t.name.as_str()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["environment", "process_ids", "start_grandchild"]);
+        assert_eq!(
+            names,
+            [
+                "add_tool",
+                "environment",
+                "process_ids",
+                "read_file",
+                "start_grandchild",
+                "write_file"
+            ]
+        );
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn a_server_in_bwrap_writes_only_its_directory_and_reads_no_hidden_file() {
+    let Some(peers) = common::peers() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let secret = work.path().join("secret.env");
+    std::fs::write(&secret, "TOKEN=hidden-from-the-server").unwrap();
+    let mut config = common::python_stdio(&peers, &[]);
+    config.sandbox = Some(talaria_profile::McpSandbox::Bwrap);
+    config.cwd = Some(work.path().display().to_string());
+    let spec = common::spec("boxed", config).with_hidden([secret.clone()]);
+    let server = McpServer::new(spec);
+    let call = |path: &std::path::Path, text: Option<&str>| {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("path".into(), path.display().to_string().into());
+        let tool = match text {
+            Some(text) => {
+                arguments.insert("text".into(), text.into());
+                "write_file"
+            }
+            None => "read_file",
+        };
+        (tool, arguments)
+    };
+    run(async {
+        let (tool, arguments) = call(&work.path().join("inside.txt"), Some("ok"));
+        let result = server.call_tool(tool, Some(arguments)).await.unwrap();
+        assert_eq!(text(&result), "written");
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("inside.txt")).unwrap(),
+            "ok"
+        );
+
+        let escaped = outside.path().join("escaped.txt");
+        let (tool, arguments) = call(&escaped, Some("out"));
+        let result = server.call_tool(tool, Some(arguments)).await.unwrap();
+        assert!(text(&result).starts_with("error:"), "{}", text(&result));
+        assert!(
+            !escaped.exists(),
+            "the sandboxed server wrote outside its directory"
+        );
+
+        let (tool, arguments) = call(&secret, None);
+        let result = server.call_tool(tool, Some(arguments)).await.unwrap();
+        assert!(
+            !text(&result).contains("hidden-from-the-server"),
+            "{}",
+            text(&result)
+        );
         server.shutdown().await;
     });
 }
