@@ -1,25 +1,24 @@
 //! MCP costs through the real binary, against real servers (installed by
 //! `scripts/install-mcp-peers`; plugins by `scripts/build-plugins`):
 //!
-//! - the REPL from exec to its first prompt with 3 MCP servers configured (server-everything
-//!   and the Python SDK's test server over stdio, the Python SDK's server over streamable HTTP):
-//!   with a cold tools cache (every server listed before the prompt) and a warm one (none
-//!   contacted before the prompt), and with no servers for reference;
-//! - the cost of one tool call: one-shot runs in which the scripted model makes 20 calls one
-//!   after the other, of server-everything's `echo` and of the fs plugin's `read_file`, less a
-//!   run without calls, divided by 20.
+//! - from exec to the first model request of a one-shot run (the agent built, its prompt and
+//!   tool list ready; the REPL shows its prompt before that and builds the agent meanwhile)
+//!   with 3 MCP servers configured (server-everything and the Python SDK's test server over
+//!   stdio, the Python SDK's server over streamable HTTP): with a cold tools cache (every server
+//!   listed first) and a warm one (none contacted first), and with no servers for reference;
+//! - one tool call as the session times it (`tool_finished.duration_ms` of `--json`, whole
+//!   milliseconds): 20 calls one after the other of server-everything's `echo` over stdio and
+//!   of the fs plugin's `read_file` (a WASM component).
 //!
 //! `cargo bench --bench mcp`. Prints min/median/max tables.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rexpect::process::PtyProcess;
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 const PROMPT_RUNS: usize = 8;
@@ -85,49 +84,16 @@ fn http_server(python: &Path) -> (Child, u16) {
     (child, port)
 }
 
-/// Exec to the REPL's first prompt, read straight from the pty.
-fn to_first_prompt(home: &Path) -> Duration {
-    let mut command = talaria(home);
-    command.args([
-        "--provider",
-        "openai",
-        "--model",
-        "bench",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-    ]);
-    let prompt = "› ".as_bytes();
-    let start = Instant::now();
-    let mut process = PtyProcess::new(command).unwrap();
-    let mut pty = process.get_file_handle().unwrap();
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 4096];
-    while !seen.windows(prompt.len()).any(|w| w == prompt) {
-        let n = pty.read(&mut buffer).unwrap();
-        assert!(n > 0, "talaria closed its terminal before the prompt");
-        seen.extend_from_slice(&buffer[..n]);
-    }
-    let elapsed = start.elapsed();
-    pty.write_all(&[4]).unwrap(); // Ctrl-D
-    process.exit().unwrap();
-    elapsed
-}
-
-/// A one-shot run in which the model makes `calls` (one per request), then answers.
-fn one_shot(home: &Path, work: &Path, calls: &[ToolCall]) -> Duration {
-    let mut steps: Vec<Step> = calls
-        .iter()
-        .map(|call| Step::tool_calls([call.clone()]))
-        .collect();
-    steps.push(Step::text("done"));
-    let server = ScriptedServer::spawn(Script::new(steps)).unwrap();
+/// Exec to the first model request of a one-shot run (polled every millisecond).
+fn to_first_request(home: &Path, work: &Path) -> Duration {
+    let server = ScriptedServer::spawn(Script::new([Step::text("hi")])).unwrap();
     let base = server.openai_base_url();
     let start = Instant::now();
-    let output = talaria(home)
+    let child = talaria(home)
         .current_dir(work)
         .args([
             "-q",
-            "go",
+            "hi",
             "--provider",
             "openai",
             "--model",
@@ -135,16 +101,64 @@ fn one_shot(home: &Path, work: &Path, calls: &[ToolCall]) -> Duration {
             "--base-url",
             &base,
         ])
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    while server.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no request came"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let elapsed = start.elapsed();
+    let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(server.requests().len(), calls.len() + 1);
     elapsed
+}
+
+/// The session's own timing of each call of a one-shot run in which the model makes `calls`
+/// (one per request), then answers.
+fn timed_calls(home: &Path, work: &Path, call: &ToolCall, calls: usize) -> Vec<Duration> {
+    let mut steps: Vec<Step> = (0..calls)
+        .map(|_| Step::tool_calls([call.clone()]))
+        .collect();
+    steps.push(Step::text("done"));
+    let server = ScriptedServer::spawn(Script::new(steps)).unwrap();
+    let base = server.openai_base_url();
+    let output = talaria(home)
+        .current_dir(work)
+        .args([
+            "-q",
+            "go",
+            "--json",
+            "--provider",
+            "openai",
+            "--model",
+            "bench",
+        ])
+        .args(["--base-url", &base])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let durations: Vec<Duration> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"] == "tool_finished" && event["is_error"] == false)
+        .filter_map(|event| event["duration_ms"].as_u64())
+        .map(Duration::from_millis)
+        .collect();
+    assert_eq!(durations.len(), calls, "not every call succeeded");
+    durations
 }
 
 fn main() {
@@ -172,55 +186,40 @@ fn main() {
     let config = home.path().join("config.yaml");
     let cache = home.path().join("cache/mcp");
 
-    header(&format!("REPL to first prompt ({PROMPT_RUNS} runs)"));
+    header(&format!(
+        "exec to the first model request ({PROMPT_RUNS} runs)"
+    ));
     std::fs::write(&config, "").unwrap();
-    to_first_prompt(home.path()); // compiles the plugins once
+    to_first_request(home.path(), work.path()); // compiles the plugins once
     let none: Vec<Duration> = (0..PROMPT_RUNS)
-        .map(|_| to_first_prompt(home.path()))
+        .map(|_| to_first_request(home.path(), work.path()))
         .collect();
     row("no MCP servers", none, 1);
     std::fs::write(&config, &servers).unwrap();
     let cold: Vec<Duration> = (0..PROMPT_RUNS)
         .map(|_| {
             let _ = std::fs::remove_dir_all(&cache);
-            to_first_prompt(home.path())
+            to_first_request(home.path(), work.path())
         })
         .collect();
     row("3 MCP servers, cold tools cache", cold, 1);
     let warm: Vec<Duration> = (0..PROMPT_RUNS)
-        .map(|_| to_first_prompt(home.path()))
+        .map(|_| to_first_request(home.path(), work.path()))
         .collect();
     row("3 MCP servers, warm tools cache", warm, 1);
 
     header(&format!("one tool call ({CALLS} calls × {CALL_RUNS} runs)"));
-    std::fs::write(
-        &config,
-        format!(
-            "mcp_servers:\n  everything:\n    command: node\n    args: [\"{}\", stdio]\n",
-            everything.display()
-        ),
-    )
-    .unwrap();
-    let baseline: Vec<Duration> = (0..CALL_RUNS)
-        .map(|_| one_shot(home.path(), work.path(), &[]))
-        .collect();
     let echo = ToolCall::new("mcp_everything_echo", r#"{"message": "ping"}"#);
     let read = ToolCall::new("read_file", r#"{"path": "note.txt"}"#);
-    let per_call = |call: &ToolCall| -> Vec<Duration> {
-        let mut base = baseline.clone();
-        base.sort();
-        let floor = base[base.len() / 2];
+    let timings = |call: &ToolCall| -> Vec<Duration> {
         (0..CALL_RUNS)
-            .map(|_| {
-                one_shot(home.path(), work.path(), &vec![call.clone(); CALLS]).saturating_sub(floor)
-            })
+            .flat_map(|_| timed_calls(home.path(), work.path(), call, CALLS))
             .collect()
     };
-    let mcp = per_call(&echo);
-    let plugin = per_call(&read);
-    row("run without calls (whole run)", baseline.clone(), 1);
-    row("MCP echo (server-everything, stdio)", mcp, CALLS as u32);
-    row("plugin read_file (fs, WASM)", plugin, CALLS as u32);
+    let mcp = timings(&echo);
+    let plugin = timings(&read);
+    row("MCP echo (server-everything, stdio)", mcp, 1);
+    row("plugin read_file (fs, WASM)", plugin, 1);
 
     drop(http.stdin.take());
     let _ = http.wait();
