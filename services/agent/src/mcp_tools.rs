@@ -85,6 +85,23 @@ pub(crate) async fn start(
             });
         }
     }
+    let gated = gate_source(source.clone(), gate, someone_can_approve, notices);
+    Some(McpTools {
+        source,
+        origins,
+        gated,
+        cache_dir,
+    })
+}
+
+/// `source` behind the approval layer: tools whose description the threat scanner refuses, and
+/// (when nobody can answer) tools that would ask, are not offered; `notices` say which.
+fn gate_source(
+    source: Arc<McpToolSource>,
+    gate: Arc<GatedExecutor>,
+    someone_can_approve: bool,
+    notices: &mut Vec<String>,
+) -> Arc<Gated> {
     let approvals_answered = someone_can_approve || gate.policy().yolo();
     let mut hidden = BTreeSet::new();
     for entry in source.tools() {
@@ -119,16 +136,10 @@ pub(crate) async fn start(
             ));
         }
     }
-    let gated = Arc::new(Gated {
-        source: source.clone(),
+    Arc::new(Gated {
+        source,
         gate,
         hidden,
-    });
-    Some(McpTools {
-        source,
-        origins,
-        gated,
-        cache_dir,
     })
 }
 
@@ -322,5 +333,175 @@ impl crate::Agent {
                 .collect(),
             None => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use talaria_approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision};
+    use talaria_exec::LocalBackend;
+    use talaria_kernel::ToolCall;
+    use talaria_mcp::{McpServer, ServerTools, ToolInfo};
+
+    use super::*;
+
+    /// Answers every question with `answer` and keeps the questions.
+    struct Recording {
+        answer: Decision,
+        asked: Mutex<Vec<ApprovalRequest>>,
+    }
+
+    #[async_trait]
+    impl Approver for Recording {
+        async fn ask(&self, request: &ApprovalRequest) -> Decision {
+            self.asked.lock().unwrap().push(request.clone());
+            self.answer
+        }
+    }
+
+    fn tool(name: &str, read_only: bool) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            title: None,
+            description: Some(format!("The {name} tool.")),
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only_hint: read_only.then_some(true),
+        }
+    }
+
+    /// A server (never reachable: a call that gets through fails to start it) offering a
+    /// write tool and a read-only one, gated with `answer` and `approval`.
+    fn gated(
+        answer: Decision,
+        approval: McpApproval,
+        someone_can_approve: bool,
+        dir: &std::path::Path,
+    ) -> (Arc<Gated>, Arc<Recording>, Vec<String>) {
+        let config = McpServerConfig {
+            command: Some("/nonexistent/mcp-server".into()),
+            approval,
+            ..McpServerConfig::default()
+        };
+        let server = Arc::new(McpServer::new(ServerSpec::new("srv", config).unwrap()));
+        let offer = ServerTools {
+            tools: vec![tool("write", false), tool("read", true)],
+            ..ServerTools::default()
+        };
+        let source = Arc::new(McpToolSource::new(vec![(server, offer)]));
+        let approver = Arc::new(Recording {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        });
+        let policy = ApprovalPolicy::load(dir.join("approvals.json")).unwrap();
+        let gate = Arc::new(GatedExecutor::new(
+            Arc::new(LocalBackend::new()),
+            Arc::new(policy),
+            approver.clone(),
+        ));
+        let mut notices = Vec::new();
+        let gated = gate_source(source, gate, someone_can_approve, &mut notices);
+        (gated, approver, notices)
+    }
+
+    async fn call(gated: &Gated, name: &str) -> ToolResult {
+        let call = ValidatedCall {
+            call: ToolCall {
+                id: "c1".into(),
+                name: name.into(),
+                arguments: "{}".into(),
+            },
+            arguments: serde_json::json!({}),
+        };
+        let context = ToolContext {
+            session_id: "s1".into(),
+        };
+        gated.call(&call, &context, &CancellationToken::new()).await
+    }
+
+    fn names(gated: &Gated) -> Vec<String> {
+        gated.tools().into_iter().map(|e| e.spec.name).collect()
+    }
+
+    #[tokio::test]
+    async fn a_write_tool_asks_and_a_refusal_means_no_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let (gated, approver, _) = gated(Decision::Deny, McpApproval::Writes, true, dir.path());
+        let denied = call(&gated, "mcp_srv_write").await;
+        assert!(denied.is_error);
+        assert!(
+            denied
+                .content
+                .starts_with("the call to MCP server srv was not made"),
+            "{}",
+            denied.content
+        );
+        let asked = approver.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].finding.id, "mcp:srv:write");
+        assert_eq!(asked[0].command, "mcp_srv_write {}");
+
+        // The read-only tool is not asked about: the call goes to the server (which cannot
+        // start here, so the error is the server's).
+        let read = call(&gated, "mcp_srv_read").await;
+        assert!(read.content.contains("MCP server srv"), "{}", read.content);
+        assert!(!read.content.contains("was not made"), "{}", read.content);
+        assert_eq!(approver.asked.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn every_call_asks_even_for_read_only_tools_and_trusted_never_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (every, approver, _) = gated(Decision::Deny, McpApproval::EveryCall, true, dir.path());
+        assert!(
+            call(&every, "mcp_srv_read")
+                .await
+                .content
+                .contains("was not made")
+        );
+        assert_eq!(approver.asked.lock().unwrap().len(), 1);
+
+        let (trusted, approver, _) = gated(Decision::Deny, McpApproval::Trusted, true, dir.path());
+        let result = call(&trusted, "mcp_srv_write").await;
+        assert!(
+            !result.content.contains("was not made"),
+            "{}",
+            result.content
+        );
+        assert!(approver.asked.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_always_answer_is_kept_per_tool_and_offers_it_where_nobody_can_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (gated_once, _, _) = gated(Decision::Always, McpApproval::Writes, true, dir.path());
+        let allowed = call(&gated_once, "mcp_srv_write").await;
+        assert!(
+            !allowed.content.contains("was not made"),
+            "{}",
+            allowed.content
+        );
+
+        // Nobody can answer now: the tool allowed always is still offered, and no other.
+        let (later, _, notices) = gated(
+            Decision::Unavailable,
+            McpApproval::EveryCall,
+            false,
+            dir.path(),
+        );
+        assert_eq!(names(&later), ["mcp_srv_write"]);
+        assert_eq!(
+            notices,
+            [
+                "MCP server srv: 1 tool(s) that need approval are left out, since nobody can \
+              answer here (set mcp_servers.srv.approval: trusted to offer them)"
+            ]
+        );
+        let hidden = call(&later, "mcp_srv_read").await;
+        assert_eq!(
+            hidden.content,
+            "mcp_srv_read is not offered in this session"
+        );
     }
 }
