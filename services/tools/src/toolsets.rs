@@ -167,7 +167,7 @@ impl Profile {
         match surface {
             "cli" | "acp" | "api" | "gateway" => open(&[]),
             // Nobody is there to answer a question.
-            "cron" => open(&["clarify"]),
+            "cron" | "mcp" => open(&["clarify"]),
             // A delegated child neither delegates further, asks the user nor
             // writes the parent's memory.
             "child" => Self {

@@ -52,6 +52,7 @@ pub async fn run(command: McpCommand, home: &ProfileHome) -> Status {
             };
             test(home, &name, server.clone()).await
         }
+        McpCommand::Serve(args) => crate::mcp_serve_cmd::run(args, home).await,
     }
 }
 
