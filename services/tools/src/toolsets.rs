@@ -352,12 +352,18 @@ mod tests {
 
     #[test]
     fn profiles_exclude_what_the_surface_cannot_use() {
-        let (cron, _) = Selection::default().visible(
-            &Toolsets::default(),
-            &Profile::for_surface("cron"),
-            &entries(),
-        );
-        assert!(!cron.contains("clarify") && cron.contains("terminal"));
+        // Nobody answers questions in cron jobs or runs asked for over MCP.
+        for surface in ["cron", "mcp"] {
+            let (unattended, _) = Selection::default().visible(
+                &Toolsets::default(),
+                &Profile::for_surface(surface),
+                &entries(),
+            );
+            assert!(
+                !unattended.contains("clarify") && unattended.contains("terminal"),
+                "{surface}"
+            );
+        }
         let (child, _) = Selection::default().visible(
             &Toolsets::default(),
             &Profile::for_surface("child"),
