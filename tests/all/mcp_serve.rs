@@ -789,3 +789,64 @@ fn bearer_relay_on(port: u16, target: u16) -> u16 {
     });
     port
 }
+
+#[test]
+fn mcp_serve_cancelled_run_stops_and_the_server_goes_on() {
+    let home = fresh_home();
+    let model = ScriptedServer::spawn(Script::new([Step::stall(Duration::from_secs(30))])).unwrap();
+    let models = model_args(&model);
+    let mut args = vec!["mcp", "serve"];
+    args.extend(models.iter().map(String::as_str));
+    let mut command = home.talaria(&args);
+    command
+        .env("TALARIA_API_KEY", "sk-test")
+        .stdin(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |frame: &str| writeln!(input, "{frame}").unwrap();
+    send(INIT);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"take your time"}}}"#,
+    );
+    wait_until("the model is asked", Duration::from_secs(30), || {
+        !model.requests().is_empty()
+    });
+    let started = Instant::now();
+    send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user stopped it"}}"#,
+    );
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}"#,
+    );
+    let mut seen = Vec::new();
+    let listed = loop {
+        let mut line = String::new();
+        assert!(
+            output.read_line(&mut line).unwrap() > 0,
+            "stdout closed: {seen:?}"
+        );
+        let frame: Value = serde_json::from_str(&line).unwrap();
+        if frame["id"] == 3 {
+            break frame;
+        }
+        seen.push(frame);
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the server answered while the model stalled"
+    );
+    drop(input);
+    let mut rest = String::new();
+    output.read_to_string(&mut rest).unwrap();
+    let finished = wait(child);
+    let log = stderr(&finished);
+    // The turn was cancelled (not left running until the model answered).
+    assert_contains(&log, "run_prompt: cancelled by the client");
+    assert!(
+        listed["result"]["structuredContent"]["sessions"].is_array(),
+        "{listed}"
+    );
+    assert!(finished.status.success(), "{log}");
+}
