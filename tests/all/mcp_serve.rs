@@ -429,20 +429,48 @@ fn mcp_serve_http_turns_away_hostile_clients() {
 }
 
 #[test]
-fn mcp_serve_http_caps_sessions() {
+fn mcp_serve_http_caps_sessions_and_closes_idle_ones() {
     let home = fresh_home();
     let model = two_answers();
-    let served = serve_http(&home, &model, &["--max-sessions", "2"]);
+    let served = serve_http(
+        &home,
+        &model,
+        &["--max-sessions", "2", "--idle-timeout", "1"],
+    );
     let host = format!("127.0.0.1:{}", served.port);
+    let session_of = |reply: &str| -> String {
+        reply
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no session id in {reply}"))
+    };
+    let mut opened = Vec::new();
     for _ in 0..2 {
-        assert_eq!(
-            request(served.port, &host, &[BEARER], INIT.as_bytes()).0,
-            200
-        );
+        let (status, reply) = request(served.port, &host, &[BEARER], INIT.as_bytes());
+        assert_eq!(status, 200, "{reply}");
+        opened.push(session_of(&reply));
     }
     let (status, reply) = request(served.port, &host, &[BEARER], INIT.as_bytes());
     assert_eq!(status, 503, "{reply}");
     assert_contains(&reply, "too many MCP sessions are open (2)");
+
+    // Idle for longer than a second: both are closed, and there is room again.
+    std::thread::sleep(Duration::from_millis(2500));
+    let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let old = [
+        BEARER,
+        ("mcp-session-id", opened[0].as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let (status, reply) = request(served.port, &host, &old, list);
+    assert_eq!(status, 404, "an expired session is gone: {reply}");
+    let (status, reply) = request(served.port, &host, &[BEARER], INIT.as_bytes());
+    assert_eq!(status, 200, "{reply}");
+    assert_contains(&served.stderr(), "closing idle session");
 }
 
 #[test]
