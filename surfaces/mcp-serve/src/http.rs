@@ -21,6 +21,7 @@ use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -212,18 +213,15 @@ impl Front {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let (parts, body) = request.into_parts();
-        let bytes = if parts.method == http::Method::POST {
+        let (bytes, message) = if parts.method == http::Method::POST {
             match self.read_body(&parts.headers, body).await {
-                Ok(bytes) => bytes,
+                Ok(read) => read,
                 Err(reply) => return reply,
             }
         } else {
-            Bytes::new()
+            (Bytes::new(), Value::Null)
         };
-        let initialize = parts.method == http::Method::POST
-            && session.is_none()
-            && serde_json::from_slice::<Value>(&bytes)
-                .is_ok_and(|message| message.get("method") == Some(&json!("initialize")));
+        let initialize = session.is_none() && message.get("method") == Some(&json!("initialize"));
         let request = Request::from_parts(parts, Full::new(bytes));
         if initialize {
             return self.open_session(request).await;
@@ -243,8 +241,12 @@ impl Front {
     }
 
     /// Reads a POST body within the size cap and the read timeout, and checks
-    /// that it is JSON-RPC.
-    async fn read_body(&self, headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, Reply> {
+    /// that it is JSON-RPC: the bytes, and the message as JSON.
+    async fn read_body(
+        &self,
+        headers: &http::HeaderMap,
+        body: Incoming,
+    ) -> Result<(Bytes, Value), Reply> {
         let limit = self.options.max_body_bytes;
         let too_large = || {
             rpc_error(
@@ -301,7 +303,7 @@ impl Front {
                 Value::Null,
             )
         })?;
-        if let Err(error) = serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        if let Err(error) = ClientJsonRpcMessage::deserialize(&value) {
             let id = value.get("id").cloned().unwrap_or(Value::Null);
             return Err(rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -312,7 +314,7 @@ impl Front {
                 id,
             ));
         }
-        Ok(bytes)
+        Ok((bytes, value))
     }
 
     /// Serves an `initialize` that opens a session, if there is room for one.
