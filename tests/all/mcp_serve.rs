@@ -569,6 +569,9 @@ fn protocol_lines(stdout_text: &str) -> Vec<Value> {
 fn mcp_serve_stdio_keeps_stdout_for_protocol_frames() {
     // A plugin directory that cannot load: its notice goes to stderr.
     let home = fresh_home();
+    // The config asks for yolo; runs over MCP deny approvals all the same, so
+    // execute_code (which only a yolo, sandboxed or attended session offers) is left out.
+    home.write_config("approvals:\n  mode: yolo\nretry:\n  base_delay_ms: 20\n");
     let broken = home.path().join("plugins/broken");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(broken.join("plugin.toml"), "this is [ not toml").unwrap();
@@ -582,6 +585,12 @@ fn mcp_serve_stdio_keeps_stdout_for_protocol_frames() {
         "{out}"
     );
     assert_contains(&err, "broken");
+    let tools = model.requests()[0].tools_raw();
+    assert!(tools.contains("\"todo\""), "{tools}");
+    assert!(
+        !tools.contains("\"execute_code\""),
+        "approvals are denied, so execute_code is not offered"
+    );
 
     // No model configured: the server still speaks the protocol, and the run
     // says what is missing.
