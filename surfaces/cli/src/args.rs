@@ -515,6 +515,41 @@ mod tests {
     }
 
     #[test]
+    fn mcp_serve_parses_and_its_http_flags_need_http() {
+        Cli::command().debug_assert();
+        let Command::Mcp(McpCommand::Serve(args)) = parse(&[
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:8765",
+            "--allow-host",
+            "agent.lan",
+            "--key-env",
+            "MY_KEY",
+        ]) else {
+            panic!("mcp serve parses as Serve");
+        };
+        assert_eq!(args.http, "127.0.0.1:8765".parse().ok());
+        assert_eq!(args.allow_hosts, ["agent.lan"]);
+        assert_eq!(args.key_env, "MY_KEY");
+        assert_eq!((args.max_sessions, args.read_timeout), (16, 10));
+        let fails = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("talaria").chain(args.iter().copied())).is_err()
+        };
+        assert!(fails(&["mcp", "serve", "--allow-remote"]));
+        assert!(fails(&["mcp", "serve", "--key-env", "K"]));
+        assert!(fails(&["mcp", "serve", "--http", "localhost"]));
+        assert!(fails(&[
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:1",
+            "--max-sessions",
+            "0"
+        ]));
+    }
+
+    #[test]
     fn group_names_are_singular_and_plurals_are_hidden_aliases() {
         let cli = Cli::command();
         for (name, plural) in [
