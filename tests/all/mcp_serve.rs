@@ -585,6 +585,8 @@ fn mcp_serve_stdio_keeps_stdout_for_protocol_frames() {
         "{out}"
     );
     assert_contains(&err, "broken");
+    let notices = answer["result"]["structuredContent"]["notices"].to_string();
+    assert_contains(&notices, "broken");
     let tools = model.requests()[0].tools_raw();
     assert!(tools.contains("\"todo\""), "{tools}");
     assert!(

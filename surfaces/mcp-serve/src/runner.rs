@@ -262,8 +262,10 @@ async fn run_agent(
     let mut agent = Agent::build(&settings, &home, options)
         .await
         .map_err(|e| RunError::Build(redact(&e.to_string())))?;
-    // Notices go to the log (stderr), never to the protocol stream.
-    for notice in agent.notices() {
+    // Notices go to the log (stderr), never to the protocol stream, and into
+    // the result, where an HTTP client (which never sees stderr) reads them.
+    let notices: Vec<String> = agent.notices().iter().map(|n| redact(n)).collect();
+    for notice in &notices {
         eprintln!("talaria mcp serve: note: {notice}");
     }
     let outcome = agent.run(&prompt, &ProgressSink(progress), &cancel).await;
@@ -290,13 +292,17 @@ async fn run_agent(
         }
     };
     let answer = answer.trim_end().to_owned();
+    let mut structured = json!({
+        "answer": answer,
+        "session_id": session_id,
+        "status": status,
+        "usage": usage,
+    });
+    if !notices.is_empty() {
+        structured["notices"] = json!(notices);
+    }
     Ok(RunResult {
-        structured: json!({
-            "answer": answer,
-            "session_id": session_id,
-            "status": status,
-            "usage": usage,
-        }),
+        structured,
         answer,
         session_id,
     })

@@ -117,7 +117,12 @@ fn run_prompt() -> Tool {
             "answer": {"type": "string", "description": "The agent's final answer (or its summary when a budget ran out)."},
             "session_id": {"type": "string", "description": "The session that holds the conversation; pass it back as session_id to continue."},
             "status": {"type": "string", "enum": ["answered", "budget_exhausted"]},
-            "usage": usage_schema()
+            "usage": usage_schema(),
+            "notices": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "What the agent's assembly reported (plugins left out and why, a session that will not be saved, …); absent when there is nothing to say."
+            }
         },
         "required": ["answer", "session_id", "status", "usage"]
     })))
