@@ -18,6 +18,8 @@ mod knowledge;
 mod languages;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/mcp_serve.rs"]
+mod mcp_serve;
 #[path = "all/model_errors.rs"]
 mod model_errors;
 #[path = "all/plugin_group.rs"]

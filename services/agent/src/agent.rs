@@ -38,6 +38,8 @@ pub enum Surface {
     Terminal,
     /// A one-shot run whose answer goes to stdout (scripts, pipes).
     OneShot,
+    /// A run asked for by another program over MCP (`talaria mcp serve`).
+    McpServer,
 }
 
 impl Surface {
@@ -45,6 +47,7 @@ impl Surface {
     pub fn name(self) -> &'static str {
         match self {
             Surface::Terminal | Surface::OneShot => "cli",
+            Surface::McpServer => "mcp",
         }
     }
 
@@ -58,6 +61,11 @@ impl Surface {
                 "You are running non-interactively: your final answer is printed on standard \
                  output and nobody can answer questions. Finish the task in this run and end \
                  with the answer itself."
+            }
+            Surface::McpServer => {
+                "Another program asked for this task over MCP: your final answer is returned to \
+                 it as the tool result and nobody can answer questions. Finish the task in this \
+                 run and end with the answer itself."
             }
         }
     }

@@ -167,7 +167,7 @@ impl Profile {
         match surface {
             "cli" | "acp" | "api" | "gateway" => open(&[]),
             // Nobody is there to answer a question.
-            "cron" => open(&["clarify"]),
+            "cron" | "mcp" => open(&["clarify"]),
             // A delegated child neither delegates further, asks the user nor
             // writes the parent's memory.
             "child" => Self {
@@ -352,12 +352,18 @@ mod tests {
 
     #[test]
     fn profiles_exclude_what_the_surface_cannot_use() {
-        let (cron, _) = Selection::default().visible(
-            &Toolsets::default(),
-            &Profile::for_surface("cron"),
-            &entries(),
-        );
-        assert!(!cron.contains("clarify") && cron.contains("terminal"));
+        // Nobody answers questions in cron jobs or runs asked for over MCP.
+        for surface in ["cron", "mcp"] {
+            let (unattended, _) = Selection::default().visible(
+                &Toolsets::default(),
+                &Profile::for_surface(surface),
+                &entries(),
+            );
+            assert!(
+                !unattended.contains("clarify") && unattended.contains("terminal"),
+                "{surface}"
+            );
+        }
         let (child, _) = Selection::default().visible(
             &Toolsets::default(),
             &Profile::for_surface("child"),

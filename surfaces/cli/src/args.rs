@@ -133,6 +133,51 @@ pub enum McpCommand {
         /// The server's name under `mcp_servers`.
         name: String,
     },
+    /// Serve Talaria itself over MCP (stdio, or streamable HTTP with --http): other programs
+    /// run prompts as sessions and list, search and read past sessions.
+    Serve(McpServeArgs),
+}
+
+/// Options of `talaria mcp serve`.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0
+    /// picks a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// The environment variable holding the bearer key HTTP clients must send
+    /// (at least 16 characters).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "TALARIA_MCP_KEY",
+        requires = "http"
+    )]
+    pub key_env: String,
+    /// Also answer to this Host name (NAME or NAME:PORT; repeatable). Loopback names with
+    /// the server's port are always accepted.
+    #[arg(long = "allow-host", value_name = "NAME", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept requests from this browser Origin (SCHEME://HOST[:PORT]; repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// Allow listening on a non-loopback address (put TLS in front of it).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// Most MCP sessions open at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_sessions: u64,
+    /// Close a session after this many seconds without a request (none in progress).
+    #[arg(long, value_name = "SECS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+    /// Largest request body, in bytes (larger ones get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
+    pub max_body: u64,
+    /// Seconds a client has to send a request's headers, and again its body.
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `talaria skill …`.
@@ -497,6 +542,41 @@ mod tests {
     fn parse(args: &[&str]) -> Command {
         let cli = Cli::try_parse_from(std::iter::once("talaria").chain(args.iter().copied()));
         cli.expect("parses").command.expect("a subcommand")
+    }
+
+    #[test]
+    fn mcp_serve_parses_and_its_http_flags_need_http() {
+        Cli::command().debug_assert();
+        let Command::Mcp(McpCommand::Serve(args)) = parse(&[
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:8765",
+            "--allow-host",
+            "agent.lan",
+            "--key-env",
+            "MY_KEY",
+        ]) else {
+            panic!("mcp serve parses as Serve");
+        };
+        assert_eq!(args.http, "127.0.0.1:8765".parse().ok());
+        assert_eq!(args.allow_hosts, ["agent.lan"]);
+        assert_eq!(args.key_env, "MY_KEY");
+        assert_eq!((args.max_sessions, args.read_timeout), (16, 10));
+        let fails = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("talaria").chain(args.iter().copied())).is_err()
+        };
+        assert!(fails(&["mcp", "serve", "--allow-remote"]));
+        assert!(fails(&["mcp", "serve", "--key-env", "K"]));
+        assert!(fails(&["mcp", "serve", "--http", "localhost"]));
+        assert!(fails(&[
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:1",
+            "--max-sessions",
+            "0"
+        ]));
     }
 
     #[test]

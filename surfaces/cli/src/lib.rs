@@ -9,6 +9,7 @@ mod distribution;
 mod exit;
 mod import_cmd;
 mod mcp_cmd;
+mod mcp_serve_cmd;
 mod plugin_dev;
 mod plugin_registry;
 mod plugin_templates;
@@ -132,6 +133,10 @@ pub fn main() -> ExitCode {
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
+            // Before the config is read: a broken profile still serves (runs report it).
+            Some(args::Command::Mcp(args::McpCommand::Serve(serve_args))) => {
+                mcp_serve_cmd::run(serve_args, &home).await
+            }
             Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             // Handled before the runtime starts.
