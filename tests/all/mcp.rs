@@ -306,3 +306,47 @@ fn a_tool_whose_description_carries_instructions_is_left_out() {
         "MCP tool weather of server py is left out: its description trips rule",
     );
 }
+
+#[test]
+fn the_model_calls_a_tool_of_a_streamable_http_server() {
+    let Some((python, _)) = python_server() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The Python SDK's server; it exits when its stdin closes (dropped with `peer`).
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("services/mcp/tests/fixtures/http_server.py");
+    let mut peer = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the Python MCP server listens",
+        std::time::Duration::from_secs(30),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
+    let home = Home::new();
+    let work = home.workdir();
+    home.write_config(&format!(
+        "mcp_servers:\n  web:\n    url: http://127.0.0.1:{port}/mcp\n    approval: trusted\n"
+    ));
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("mcp_web_add", r#"{"a": 20, "b": 22}"#)]),
+        Step::text("42"),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &server, "add", &[]));
+    let _ = peer.kill();
+    let _ = peer.wait();
+    assert_code(&output, 0);
+    assert_contains(&server.requests()[0].tools_raw(), "\"mcp_web_echo\"");
+    assert_eq!(tool_results(&server, 1), ["42"]);
+}
