@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use super::*;
-use crate::message::Role;
 
 /// How many of the last messages a request-shape report lists one by one.
 const SHAPE_TAIL: usize = 12;
@@ -310,12 +309,7 @@ pub(super) fn request_shape(conversation: &Conversation) -> String {
 }
 
 fn describe_message(message: &Message) -> String {
-    let role = match message.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
+    let role = message.role.as_str();
     match message.tool_calls.len() {
         0 if message.content.is_empty() => format!("{role} (empty)"),
         0 => format!("{role} ({} bytes)", message.content.len()),

@@ -32,12 +32,7 @@ pub(crate) fn from_sql_int(value: i64) -> u64 {
 
 /// The stored spelling of a role.
 pub(crate) fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
+    role.as_str()
 }
 
 /// A role from its stored spelling.

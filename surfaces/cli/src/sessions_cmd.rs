@@ -1,6 +1,5 @@
 //! `talaria session list|show|search|export|delete`.
 
-use talaria_kernel::Role;
 use talaria_profile::ProfileHome;
 use talaria_store::{ListQuery, SessionDb};
 
@@ -13,15 +12,6 @@ pub fn when(ms: i64) -> String {
     let text = humantime::format_rfc3339_seconds(time).to_string();
     // 2026-11-30T01:16:30Z → 2026-11-30 01:16
     text.get(..16).unwrap_or(&text).replacen('T', " ", 1)
-}
-
-fn role(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
 }
 
 /// Opens the profile's session database.
@@ -89,7 +79,7 @@ pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
                         when(session.created_at)
                     );
                     for message in messages {
-                        println!("\n[{}]", role(message.role));
+                        println!("\n[{}]", message.role.as_str());
                         if !message.content.is_empty() {
                             println!("{}", message.content);
                         }
@@ -113,7 +103,7 @@ pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
                         "{}  #{:<4} {:<9} {}",
                         hit.session_id,
                         hit.message_seq,
-                        role(hit.role),
+                        hit.role.as_str(),
                         hit.snippet.replace('\n', " ")
                     );
                 }

@@ -2,7 +2,7 @@
 //! database, read through talaria-store's own queries.
 
 use serde_json::{Value, json};
-use talaria_kernel::{Message, Role};
+use talaria_kernel::Message;
 use talaria_profile::ProfileHome;
 use talaria_store::{ListQuery, SessionDb, SessionRow, SessionSummary, StoreError};
 
@@ -27,15 +27,6 @@ pub enum SessionsError {
 pub fn rfc3339(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0).unsigned_abs());
     humantime::format_rfc3339_seconds(time).to_string()
-}
-
-fn role(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
 }
 
 fn summary(s: SessionSummary) -> Value {
@@ -131,7 +122,7 @@ impl Sessions {
             "hits": hits.into_iter().map(|hit| json!({
                 "session_id": hit.session_id,
                 "message_seq": hit.message_seq,
-                "role": role(hit.role),
+                "role": hit.role.as_str(),
                 "snippet": hit.snippet,
                 "created_at": rfc3339(hit.created_at),
             })).collect::<Vec<_>>(),
@@ -181,7 +172,7 @@ fn message(seq: u64, created_at: i64, message: Message, redact: bool) -> Value {
     };
     let mut value = json!({
         "seq": seq,
-        "role": role(message.role),
+        "role": message.role.as_str(),
         "content": clean(message.content),
         "created_at": rfc3339(created_at),
     });
