@@ -11,22 +11,10 @@ use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 /// The Python SDK's interpreter and the test server written with it, or `None` like
 /// [`everything`].
 fn python_server() -> Option<(PathBuf, PathBuf)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join("target/peers/mcp/py/bin/python");
-    let script = root.join("services/mcp/tests/fixtures/stdio_server.py");
-    if python.is_file() {
-        return Some((python, script));
-    }
-    let reason = format!(
-        "the Python MCP SDK is not installed at {} (run scripts/install-mcp-peers)",
-        python.display()
-    );
-    assert!(
-        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
-        "{reason}; TALARIA_REQUIRE_PEERS is set"
-    );
-    eprintln!("skipped: {reason}");
-    None
+    let python = mcp_peer("py/bin/python")?;
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("services/mcp/tests/fixtures/stdio_server.py");
+    Some((python, script))
 }
 
 /// `mcp_servers` with server-everything as `everything`, plus `extra` lines of its entry.
@@ -40,22 +28,7 @@ pub(crate) fn everything_config(entry: &Path, extra: &str) -> String {
 /// server-everything's entry point, or `None` (with the reason printed) when the peers are
 /// not installed and `TALARIA_REQUIRE_PEERS` is unset.
 pub(crate) fn everything() -> Option<PathBuf> {
-    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "target/peers/mcp/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if entry.is_file() {
-        return Some(entry);
-    }
-    let reason = format!(
-        "server-everything is not installed at {} (run scripts/install-mcp-peers)",
-        entry.display()
-    );
-    assert!(
-        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
-        "{reason}; TALARIA_REQUIRE_PEERS is set"
-    );
-    eprintln!("skipped: {reason}");
-    None
+    mcp_peer("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,29 +18,6 @@ use crate::common::*;
 const KEY: &str = "test-key-0123456789abcdef";
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
-/// `rel` under the installed MCP peers, or `None` (saying why) when they are
-/// absent and `TALARIA_REQUIRE_PEERS` is unset.
-fn peer(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TALARIA_MCP_PEERS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/mcp"),
-        PathBuf::from,
-    );
-    let path = root.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let reason = format!(
-        "{} is not installed (run scripts/install-mcp-peers)",
-        path.display()
-    );
-    assert!(
-        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
-        "{reason}; TALARIA_REQUIRE_PEERS is set"
-    );
-    eprintln!("skipped: {reason}");
-    None
-}
-
 /// A fresh profile home (no plugin build: these tests need only native tools).
 fn fresh_home() -> Home {
     let home = Home {
@@ -48,20 +25,6 @@ fn fresh_home() -> Home {
     };
     home.write_config("retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n");
     home
-}
-
-fn model_args(model: &ScriptedServer) -> Vec<String> {
-    [
-        "--provider",
-        "openai",
-        "--model",
-        "test-model",
-        "--base-url",
-    ]
-    .iter()
-    .map(ToString::to_string)
-    .chain([model.openai_base_url()])
-    .collect()
 }
 
 /// Two answers: the first run's, then the continued session's.
@@ -94,7 +57,7 @@ impl Served {
 }
 
 fn serve_http(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
-    let models = model_args(model);
+    let models = crate::cli::openai_args(model);
     let mut args = vec!["mcp", "serve", "--http", "127.0.0.1:0"];
     args.extend(models.iter().map(String::as_str));
     args.extend_from_slice(extra);
@@ -305,13 +268,13 @@ fn run_client(python: &Path, args: &[&str], home: &Home) -> Value {
 
 #[test]
 fn mcp_serve_stdio_answers_the_reference_client() {
-    let Some(python) = peer("py/bin/python") else {
+    let Some(python) = mcp_peer("py/bin/python") else {
         return;
     };
     let home = fresh_home();
     let model = two_answers();
     let binary = env!("CARGO_BIN_EXE_talaria");
-    let models = model_args(&model);
+    let models = crate::cli::openai_args(&model);
     let mut args = vec!["stdio", binary, "mcp", "serve"];
     args.extend(models.iter().map(String::as_str));
     let out = run_client(&python, &args, &home);
@@ -320,7 +283,7 @@ fn mcp_serve_stdio_answers_the_reference_client() {
 
 #[test]
 fn mcp_serve_http_answers_the_reference_client() {
-    let Some(python) = peer("py/bin/python") else {
+    let Some(python) = mcp_peer("py/bin/python") else {
         return;
     };
     let home = fresh_home();
@@ -577,7 +540,7 @@ fn mcp_serve_stdio_keeps_stdout_for_protocol_frames() {
     std::fs::write(broken.join("plugin.toml"), "this is [ not toml").unwrap();
     let model = ScriptedServer::spawn(Script::new([Step::text("Done, quietly.")])).unwrap();
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_prompt","arguments":{"prompt":"hi"}}}"#;
-    let (out, err) = raw_stdio_session(&home, &model_args(&model), call);
+    let (out, err) = raw_stdio_session(&home, &crate::cli::openai_args(&model), call);
     let lines = protocol_lines(&out);
     let answer = lines.iter().find(|l| l["id"] == 2).unwrap();
     assert_eq!(
@@ -715,7 +678,7 @@ const EXPECTED_FAIL: &[(&str, &str)] = &[
 #[test]
 fn mcp_serve_passes_the_conformance_server_scenarios() {
     let (Some(node_bin), Some(suite)) = (
-        peer("py/lib").and_then(|lib| {
+        mcp_peer("py/lib").and_then(|lib| {
             std::fs::read_dir(lib)
                 .ok()?
                 .filter_map(Result::ok)
@@ -724,7 +687,7 @@ fn mcp_serve_passes_the_conformance_server_scenarios() {
                     bin.join("node").is_file().then_some(bin)
                 })
         }),
-        peer("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+        mcp_peer("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
     ) else {
         return;
     };
@@ -840,7 +803,7 @@ fn bearer_relay_on(port: u16, target: u16) -> u16 {
 fn mcp_serve_cancelled_run_stops_and_the_server_goes_on() {
     let home = fresh_home();
     let model = ScriptedServer::spawn(Script::new([Step::stall(Duration::from_secs(30))])).unwrap();
-    let models = model_args(&model);
+    let models = crate::cli::openai_args(&model);
     let mut args = vec!["mcp", "serve"];
     args.extend(models.iter().map(String::as_str));
     let mut command = home.talaria(&args);

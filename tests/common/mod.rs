@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -295,4 +295,28 @@ pub fn install_probe(name: &str, into: &Path) {
         .join("target/plugins/test")
         .join(name);
     copy_dir(&built, into);
+}
+
+/// `rel` under the installed MCP peers (`target/peers/mcp`, or `TALARIA_MCP_PEERS`), or `None`
+/// (saying why) when it is absent and `TALARIA_REQUIRE_PEERS` is unset; with it set, a missing
+/// peer fails the test (scripts/install-mcp-peers installed them).
+pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("TALARIA_MCP_PEERS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/mcp"),
+        PathBuf::from,
+    );
+    let path = root.join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    let reason = format!(
+        "{} is not installed (run scripts/install-mcp-peers)",
+        path.display()
+    );
+    assert!(
+        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
+        "{reason}; TALARIA_REQUIRE_PEERS is set"
+    );
+    eprintln!("skipped: {reason}");
+    None
 }

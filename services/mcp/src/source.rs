@@ -221,20 +221,23 @@ impl McpToolSource {
     /// starts from what the servers offer now, this one keeps its tool list. Returns the
     /// servers that could not be refreshed.
     pub async fn refresh_caches(&self, cache_dir: &Path) -> Vec<McpError> {
-        let mut errors = Vec::new();
-        for server in self.servers.values() {
-            if let Err(error) = server.refresh_cache(cache_dir).await {
-                errors.push(error);
-            }
-        }
-        errors
+        self.refresh_where(cache_dir, |_| true).await
     }
 
     /// Lists again, into the cache, the tools of the servers that said their tools changed, so
     /// the next session offers the new list. Returns the servers that could not be refreshed.
     pub async fn refresh_changed(&self, cache_dir: &Path) -> Vec<McpError> {
+        self.refresh_where(cache_dir, McpServer::tools_list_changed)
+            .await
+    }
+
+    async fn refresh_where(
+        &self,
+        cache_dir: &Path,
+        wanted: impl Fn(&McpServer) -> bool,
+    ) -> Vec<McpError> {
         let mut errors = Vec::new();
-        for server in self.servers.values().filter(|s| s.tools_list_changed()) {
+        for server in self.servers.values().filter(|s| wanted(s)) {
             if let Err(error) = server.refresh_cache(cache_dir).await {
                 errors.push(error);
             }
