@@ -40,6 +40,8 @@ pub enum Surface {
     OneShot,
     /// A run asked for by another program over MCP (`talaria mcp serve`).
     McpServer,
+    /// A request to the OpenAI-compatible API server (`talaria serve`).
+    ApiServer,
 }
 
 impl Surface {
@@ -48,6 +50,7 @@ impl Surface {
         match self {
             Surface::Terminal | Surface::OneShot => "cli",
             Surface::McpServer => "mcp",
+            Surface::ApiServer => "api",
         }
     }
 
@@ -66,6 +69,12 @@ impl Surface {
                 "Another program asked for this task over MCP: your final answer is returned to \
                  it as the tool result and nobody can answer questions. Finish the task in this \
                  run and end with the answer itself."
+            }
+            Surface::ApiServer => {
+                "You are answering a request to an OpenAI-compatible API: your final answer is \
+                 returned to the calling program as the assistant message, which may show it to \
+                 a user as Markdown. Nobody can answer questions or approve commands during the \
+                 run; finish the task in this run and end with the answer itself."
             }
         }
     }
@@ -285,6 +294,18 @@ impl Agent {
     /// The loop's cross-turn state (usage, retries, active fallback).
     pub fn state(&self) -> &LoopState {
         self.agent_loop.state()
+    }
+
+    /// Adds `text` after the system prompt for this session's next runs (an API
+    /// client's own system messages). Call before the first run of this agent;
+    /// the prompt stays byte-stable as long as the caller sends the same text.
+    pub fn layer_system(&mut self, text: &str) {
+        let prompt = &self.conversation.prompt;
+        self.conversation.prompt = PromptBuilder::new()
+            .section(Section::Persona, prompt.system())
+            .section(Section::ToolUseGuidance, text)
+            .tools(prompt.tools().to_vec())
+            .build();
     }
 
     /// The session's conversation.

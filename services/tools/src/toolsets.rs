@@ -165,9 +165,9 @@ impl Profile {
             only_tools: None,
         };
         match surface {
-            "cli" | "acp" | "api" | "gateway" => open(&[]),
+            "cli" | "acp" | "gateway" => open(&[]),
             // Nobody is there to answer a question.
-            "cron" | "mcp" => open(&["clarify"]),
+            "cron" | "mcp" | "api" => open(&["clarify"]),
             // A delegated child neither delegates further, asks the user nor
             // writes the parent's memory.
             "child" => Self {
