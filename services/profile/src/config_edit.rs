@@ -90,6 +90,11 @@ pub fn effective(config: &ConfigFile) -> Result<Value, ConfigEditError> {
         "approvals",
         serde_yaml_ng::to_value(&config.approvals).map_err(yaml)?,
     );
+    // `api_server.key` is masked with the other keys below.
+    put(
+        "api_server",
+        serde_yaml_ng::to_value(&config.api_server).map_err(yaml)?,
+    );
     // Header and env values of MCP servers are credentials whatever their name says.
     let mut servers = config.mcp_servers.clone();
     for server in servers.values_mut() {

@@ -147,8 +147,12 @@ fn copy_tree(
     Ok(())
 }
 
-/// API keys (`*_API_KEY`, `*_TOKEN`) from Hermes's `.env`, appended to the
-/// profile's `.env` unless the name is set there. Values are never printed.
+/// Hermes's `.env` names that Talaria spells differently.
+const RENAMED_KEYS: &[(&str, &str)] = &[("API_SERVER_KEY", "TALARIA_API_SERVER_KEY")];
+
+/// API keys (`*_API_KEY`, `*_TOKEN`, and the API server's key, renamed) from
+/// Hermes's `.env`, appended to the profile's `.env` unless the name is set
+/// there. Values are never printed.
 fn import_keys(
     from: &Path,
     to: &Path,
@@ -173,16 +177,30 @@ fn import_keys(
             continue;
         };
         let name = name.trim();
-        if !(name.ends_with("_API_KEY") || name.ends_with("_TOKEN")) {
+        let renamed = RENAMED_KEYS
+            .iter()
+            .find(|(hermes, _)| *hermes == name)
+            .map(|(_, ours)| *ours);
+        if renamed.is_none() && !(name.ends_with("_API_KEY") || name.ends_with("_TOKEN")) {
             continue;
         }
-        if defined(name) && !overwrite {
-            report.kept.push(format!(".env {name}"));
+        let ours = renamed.unwrap_or(name);
+        if defined(ours) && !overwrite {
+            report.kept.push(format!(".env {ours}"));
             continue;
         }
-        added.push_str(line);
+        match renamed {
+            Some(ours) => {
+                let value = line
+                    .trim_start_matches("export ")
+                    .split_once('=')
+                    .map_or("", |(_, v)| v);
+                added.push_str(&format!("{ours}={value}"));
+            }
+            None => added.push_str(line),
+        }
         added.push('\n');
-        report.imported.push(format!(".env {name}"));
+        report.imported.push(format!(".env {ours}"));
     }
     if !added.is_empty() {
         let mut text = existing;
@@ -387,7 +405,11 @@ mod tests {
         std::fs::write(root.join("memories/MEMORY.md"), "uses tabs\n§\nCI is slow").unwrap();
         std::fs::write(root.join("memories/USER.md"), "name: Ada").unwrap();
         std::fs::write(root.join("SOUL.md"), "You are calm.").unwrap();
-        std::fs::write(root.join(".env"), "OPENROUTER_API_KEY=sk-or-1\nOTHER=x\n").unwrap();
+        std::fs::write(
+            root.join(".env"),
+            "OPENROUTER_API_KEY=sk-or-1\nOTHER=x\nAPI_SERVER_KEY=hermes-server-key-0123\n",
+        )
+        .unwrap();
         std::fs::write(
             root.join("config.yaml"),
             "model:\n  default: anthropic/claude-sonnet-4\n  provider: openrouter\n  base_url: http://127.0.0.1:9/v1\nagent:\n  max_turns: 40\nterminal:\n  backend: docker\ndisplay:\n  skin: ares\n",
@@ -412,6 +434,12 @@ mod tests {
         assert!(home.soul_file().is_file());
         let dotenv = std::fs::read_to_string(home.env_file()).unwrap();
         assert!(dotenv.contains("OPENROUTER_API_KEY=sk-or-1") && !dotenv.contains("OTHER"));
+        // Hermes's API server key, under Talaria's name.
+        assert!(
+            dotenv.contains("\nTALARIA_API_SERVER_KEY=hermes-server-key-0123\n"),
+            "{dotenv}"
+        );
+        assert!(!dotenv.contains("\nAPI_SERVER_KEY"), "{dotenv}");
         let config = crate::config::ConfigFile::load(&home.config_file(), &env).unwrap();
         assert_eq!(
             config.model.name.as_deref(),

@@ -55,6 +55,25 @@ pub enum Command {
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
+    /// Serve an OpenAI-compatible API (chat completions, responses, models) on
+    /// 127.0.0.1:8642; each request runs as a Talaria session.
+    Serve(ServeArgs),
+}
+
+/// Options of `talaria serve` (unset ones come from `api_server` in config.yaml).
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default: api_server.host, else 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    pub host: Option<std::net::IpAddr>,
+    /// Port to listen on; 0 picks a free one, printed on stderr (default: api_server.port, else 8642).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Seconds a client has to send a request's headers, and again its body.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `talaria dist …`.

@@ -18,6 +18,7 @@ mod profile_cmd;
 mod render;
 mod repl;
 mod run;
+mod serve_cmd;
 mod sessions_cmd;
 mod setup;
 mod skills_cmd;
@@ -139,6 +140,7 @@ pub fn main() -> ExitCode {
             }
             Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
+            Some(args::Command::Serve(serve_args)) => serve_cmd::run(serve_args, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,
             None => run::run(cli.run, home).await,
