@@ -120,6 +120,33 @@ fn request(
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
 
+/// A chunked body's data, and the text of a chat stream's deltas in it.
+fn streamed_text(body: &str) -> (String, String) {
+    let mut data = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        data.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    let text = data
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|json| serde_json::from_str::<Value>(json).ok())
+        .filter_map(|chunk| {
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    (data, text)
+}
+
 const BEARER: (&str, &str) = ("Authorization", "Bearer test-key-0123456789abcdef");
 
 /// A chat completion (not streamed): the answer and the session header.
@@ -310,6 +337,47 @@ fn resent_histories_continue_their_session_and_edits_fork() {
         chat_a.as_str(),
         "{first_line}"
     );
+    drop(served);
+}
+
+#[test]
+fn tool_progress_events_only_when_asked_for() {
+    let home = fresh_home();
+    let todo = r#"{"todos":[{"id":"1","content":"check","status":"pending"}]}"#;
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_call("todo", todo),
+        Step::text("done once"),
+        Step::tool_call("todo", todo),
+        Step::text("done twice"),
+    ]))
+    .unwrap();
+    let served = serve(&home, &model, &[]);
+    let body = json!({"stream": true, "messages": [user("plan it")]}).to_string();
+    let (status, _, plain) = request(
+        served.port,
+        "POST",
+        "/v1/chat/completions",
+        &[BEARER],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 200, "{plain}");
+    let (plain, text) = streamed_text(&plain);
+    assert_eq!(text, "done once", "{plain}");
+    assert_contains(&plain, "data: [DONE]");
+    // Stock SDKs reject unknown events: none unless asked for.
+    assert!(!plain.contains("event:"), "{plain}");
+    let (status, _, asked) = request(
+        served.port,
+        "POST",
+        "/v1/chat/completions",
+        &[BEARER, ("X-Talaria-Tool-Progress", "true")],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 200, "{asked}");
+    let (asked, text) = streamed_text(&asked);
+    assert_eq!(text, "done twice", "{asked}");
+    assert_contains(&asked, "event: talaria.tool.progress");
+    assert_contains(&asked, r#""tool":"todo""#);
     drop(served);
 }
 

@@ -89,7 +89,7 @@ type Shared = Arc<State>;
 
 /// The routes, ready to serve.
 pub fn router(options: &ServeOptions) -> Result<Router, ServeError> {
-    Ok(routes(state(options)?, &options.cors_origins)?)
+    routes(state(options)?, &options.cors_origins)
 }
 
 fn state(options: &ServeOptions) -> Result<Shared, ServeError> {

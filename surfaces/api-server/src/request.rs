@@ -43,7 +43,7 @@ pub async fn read_json(
         .map_err(|_| ApiError::timeout())?
         .map_err(|error| {
             let over = std::error::Error::source(&error)
-                .is_some_and(|e| e.is::<http_body_util::LengthLimitError>())
+                .is_some_and(<dyn std::error::Error>::is::<http_body_util::LengthLimitError>)
                 || error.to_string().contains("length limit");
             if over {
                 ApiError::too_large(limit)

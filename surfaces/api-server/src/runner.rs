@@ -347,7 +347,7 @@ impl Runner {
         {
             eprintln!("talaria serve: warning: {error}");
         }
-        let usage = agent.state().usage.clone();
+        let usage = agent.state().usage;
         let (answer, finish_reason) = match outcome {
             Ok(Exit::Final(text)) => (text, "stop"),
             Ok(Exit::BudgetExhausted { summary, .. }) => (summary, "length"),

@@ -115,10 +115,7 @@ async fn an_oversized_body_gets_413_whether_declared_or_not() {
     assert_openai_error(&body, "1024 bytes");
     // Streamed without a Content-Length: cut off at the limit while reading.
     let chunks = futures_util::stream::iter(
-        big.into_bytes()
-            .chunks(512)
-            .map(|c| Ok::<_, std::io::Error>(bytes::Bytes::copy_from_slice(c)))
-            .collect::<Vec<_>>(),
+        (0..8).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b'x'; 512]))),
     );
     let request = post("/v1/responses", Some(KEY), Body::from_stream(chunks));
     let (status, _, body) = send(router, request).await;
@@ -243,4 +240,26 @@ async fn cors_headers_only_for_listed_origins() {
     );
     let (_, headers, _) = send(open, preflight("https://evil.example")).await;
     assert!(headers.get("access-control-allow-origin").is_none());
+}
+
+#[test]
+fn approvals_are_off_outside_a_sandbox_and_yolo_never_applies() {
+    use talaria_profile::config::ApprovalMode;
+    let home = tempfile::tempdir().unwrap();
+    let model = "model:\n  provider: openai\n  name: m\n  base_url: http://127.0.0.1:9/v1\n  api_key: sk-x\n";
+    let settings = |extra: &str| {
+        std::fs::write(home.path().join("config.yaml"), format!("{model}{extra}")).unwrap();
+        let runner = runner::Runner::new(
+            ProfileHome::at(home.path()),
+            Overrides::default(),
+            home.path().to_path_buf(),
+        );
+        runner.settings().unwrap()
+    };
+    let local = settings("approvals:\n  mode: yolo\n");
+    assert_eq!(local.config.approvals.mode, ApprovalMode::Deny);
+    assert!(!local.yolo);
+    // In a sandbox the configured rules apply (the approver still denies every question).
+    let sandboxed = settings("terminal:\n  backend: bwrap\napprovals:\n  mode: ask\n");
+    assert_eq!(sandboxed.config.approvals.mode, ApprovalMode::Ask);
 }
