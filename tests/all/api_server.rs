@@ -579,15 +579,15 @@ fn load_50_concurrent_streamed_chats() {
         let port = served.port;
         let started = Instant::now();
         let barrier = Arc::new(std::sync::Barrier::new(CLIENTS));
-        let threads: Vec<_> = (0..CLIENTS)
-            .map(|i| {
-                let barrier = barrier.clone();
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    streamed_chat(port, i)
-                })
-            })
-            .collect();
+        // All started before any is joined.
+        let mut threads = Vec::with_capacity(CLIENTS);
+        for i in 0..CLIENTS {
+            let barrier = barrier.clone();
+            threads.push(std::thread::spawn(move || {
+                barrier.wait();
+                streamed_chat(port, i)
+            }));
+        }
         let results: Vec<(u16, f64)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         let wall = started.elapsed().as_secs_f64();
         let ok: Vec<f64> = results.iter().filter(|r| r.0 == 200).map(|r| r.1).collect();
@@ -596,7 +596,8 @@ fn load_50_concurrent_streamed_chats() {
         if cap == 64 {
             assert_eq!(ok.len(), CLIENTS, "all fit under the cap");
         } else {
-            assert!(ok.len() >= 1 && ok.len() <= CLIENTS, "{results:?}");
+            // 50 at once against 10 slots, each run far longer than the burst: some are turned away.
+            assert!(!ok.is_empty() && busy > 0, "{results:?}");
         }
         let mut sorted = ok.clone();
         sorted.sort_by(f64::total_cmp);
