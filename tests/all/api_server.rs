@@ -569,6 +569,28 @@ fn load_50_concurrent_streamed_chats() {
         "\n| max_concurrent_runs | requests | ok | 429 | req/s | p50 ms | p99 ms | peak RSS MiB |"
     );
     println!("|---|---|---|---|---|---|---|---|");
+    // One client, one request at a time: the cost of a run on an idle server.
+    {
+        let home = fresh_home();
+        let model = answers(5);
+        let served = serve(&home, &model, &[]);
+        let started = Instant::now();
+        let mut times = Vec::new();
+        for i in 0..5 {
+            let (status, seconds) = streamed_chat(served.port, i);
+            assert_eq!(status, 200);
+            times.push(seconds);
+        }
+        let wall = started.elapsed().as_secs_f64();
+        times.sort_by(f64::total_cmp);
+        println!(
+            "| 10 (one at a time) | 5 | 5 | 0 | {:.1} | {:.0} | {:.0} | {:.1} |",
+            5.0 / wall,
+            times[2] * 1000.0,
+            times[4] * 1000.0,
+            peak_rss_kib(served.child.id()) as f64 / 1024.0
+        );
+    }
     for cap in [64u32, 10] {
         let home = fresh_home();
         home.write_config(&format!(
