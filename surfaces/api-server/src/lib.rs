@@ -165,6 +165,14 @@ fn cors(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, Serve
 #[cfg(test)]
 mod tests;
 
+/// A line on stderr for whoever runs the server. A write error (nobody reads
+/// stderr any more) is ignored: `eprintln!` would panic, and a log line must
+/// not take a run or the server down.
+pub fn log(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "talaria serve: {line}");
+}
+
 async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(serde_json::json!({"status": "ok"}))
 }

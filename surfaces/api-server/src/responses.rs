@@ -229,7 +229,7 @@ async fn keep(state: &Shared, key: &KeyId, session: &str, object: &Value, store:
     })
     .await;
     if let Ok(Err(error)) = kept {
-        eprintln!("talaria serve: warning: cannot store a response: {error}");
+        crate::log(format_args!("warning: cannot store a response: {error}"));
     }
 }
 

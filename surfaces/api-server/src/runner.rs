@@ -332,7 +332,7 @@ impl Runner {
                 ))
             })?;
         for notice in agent.notices() {
-            eprintln!("talaria serve: note: {}", redact(notice));
+            crate::log(format_args!("note: {}", redact(notice)));
         }
         if let Some(system) = request.system.as_deref() {
             agent.layer_system(system);
@@ -345,7 +345,7 @@ impl Runner {
         if let Some(stored) = stored
             && let Err(error) = self.map.record(&request.key, &session_id, &stored)
         {
-            eprintln!("talaria serve: warning: {error}");
+            crate::log(format_args!("warning: {error}"));
         }
         let usage = agent.state().usage;
         let (answer, finish_reason) = match outcome {

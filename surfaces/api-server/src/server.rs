@@ -27,7 +27,7 @@ pub async fn serve(options: ServeOptions, shutdown: CancellationToken) -> Result
         addr: options.addr,
         source,
     })?;
-    eprintln!("talaria serve: listening on http://{addr}");
+    crate::log(format_args!("listening on http://{addr}"));
     let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
     loop {
         let Ok(permit) = connections.clone().acquire_owned().await else {
@@ -41,7 +41,7 @@ pub async fn serve(options: ServeOptions, shutdown: CancellationToken) -> Result
             Ok((stream, _)) => stream,
             Err(error) => {
                 // Out of descriptors and the like: wait instead of spinning.
-                eprintln!("talaria serve: accept failed: {error}");
+                crate::log(format_args!("accept failed: {error}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }

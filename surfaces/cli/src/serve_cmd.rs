@@ -108,7 +108,9 @@ fn stop_on_signals(shutdown: CancellationToken) {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        eprintln!("talaria serve: stopping");
+        // Cancelled first: stderr may be gone (a parent that died), and the
+        // server must stop regardless.
         shutdown.cancel();
+        talaria_api_server::log(format_args!("stopping"));
     });
 }
