@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "all/acp.rs"]
+mod acp;
 #[path = "all/cli.rs"]
 mod cli;
 #[path = "all/delegation.rs"]

@@ -40,6 +40,8 @@ pub enum Surface {
     OneShot,
     /// A run asked for by another program over MCP (`talaria mcp serve`).
     McpServer,
+    /// An editor's agent panel over the Agent Client Protocol (`talaria acp`).
+    Editor,
 }
 
 impl Surface {
@@ -48,6 +50,7 @@ impl Surface {
         match self {
             Surface::Terminal | Surface::OneShot => "cli",
             Surface::McpServer => "mcp",
+            Surface::Editor => "acp",
         }
     }
 
@@ -66,6 +69,11 @@ impl Surface {
                 "Another program asked for this task over MCP: your final answer is returned to \
                  it as the tool result and nobody can answer questions. Finish the task in this \
                  run and end with the answer itself."
+            }
+            Surface::Editor => {
+                "You are working in the user's editor, in its agent panel. Markdown is rendered; \
+                 refer to files by their paths so the editor can link them. File edits are shown \
+                 to the user as diffs, and commands may need their approval."
             }
         }
     }

@@ -55,6 +55,15 @@ pub enum Command {
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
+    /// Serve an editor's agent panel over the Agent Client Protocol on stdin/stdout.
+    Acp(AcpArgs),
+}
+
+/// Options of `talaria acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `talaria dist …`.
