@@ -123,8 +123,14 @@ fn the_sdk_client_prompts_runs_a_command_and_loads_the_session_back() {
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert!(names.contains(&"usage") && names.contains(&"compact"), "{names:?}");
-    assert!(!names.contains(&"quit"), "terminal-only commands are not offered");
+    assert!(
+        names.contains(&"usage") && names.contains(&"compact"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"quit"),
+        "terminal-only commands are not offered"
+    );
     let answer = text_of(&first, "agent_message_chunk");
     assert!(answer.starts_with("Hello from Talaria."), "{answer}");
     assert!(
@@ -175,7 +181,10 @@ fn a_script_asks_the_editor_for_permission() {
     let started = updates(&result, "tool_call");
     assert_eq!(started[0]["kind"], "execute");
     assert!(
-        started[0]["title"].as_str().unwrap().starts_with("Run a script"),
+        started[0]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Run a script"),
         "{started:?}"
     );
     let permissions = result["permissions"].as_array().unwrap();
@@ -253,17 +262,22 @@ fn hostile_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let replies = frames(child.stdout.take().unwrap());
-    let mut next = || replies.recv_timeout(Duration::from_secs(30)).unwrap();
+    let next = || replies.recv_timeout(Duration::from_secs(30)).unwrap();
     let mut send = |line: &str| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     };
 
-    send(r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"text","text":"hi"}]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"text","text":"hi"}]}}"#,
+    );
     let early = next();
     assert_eq!(early["id"], 1);
-    assert!(early["error"]["code"].is_i64(), "prompt before initialize: {early}");
+    assert!(
+        early["error"]["code"].is_i64(),
+        "prompt before initialize: {early}"
+    );
 
     send("{this is not json");
     let malformed = next();
@@ -278,7 +292,10 @@ fn hostile_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
     let dropped = next();
     assert_eq!(dropped["error"]["code"], -32600, "{dropped}");
     assert!(
-        dropped["error"]["message"].as_str().unwrap().contains("exceeds the limit"),
+        dropped["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the limit"),
         "{dropped}"
     );
 
@@ -291,16 +308,22 @@ fn hostile_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
     let unknown = next();
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
 
-    send(r#"{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"no-such","prompt":[{"type":"text","text":"hi"}]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"no-such","prompt":[{"type":"text","text":"hi"}]}}"#,
+    );
     let missing = next();
     assert_eq!(missing["error"]["code"], -32002, "{missing}");
 
-    send(r#"{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":"relative/dir","mcpServers":[]}}"#,
+    );
     let relative = next();
     assert_eq!(relative["error"]["code"], -32602, "{relative}");
     assert!(relative.to_string().contains("absolute"), "{relative}");
 
-    send(r#"{"jsonrpc":"2.0","id":7,"method":"session/load","params":{"sessionId":"20990101-nope","cwd":"/","mcpServers":[]}}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":7,"method":"session/load","params":{"sessionId":"20990101-nope","cwd":"/","mcpServers":[]}}"#,
+    );
     let absent = next();
     assert_eq!(absent["error"]["code"], -32002, "{absent}");
 

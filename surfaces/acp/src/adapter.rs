@@ -11,18 +11,17 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    self as acp, AgentCapabilities, AuthenticateRequest, AuthenticateResponse,
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, CancelNotification,
-    ContentBlock, ContentChunk, Cost, EmbeddedResourceResource, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionInfo, SessionListCapabilities,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, StopReason, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    UnstructuredCommandInput, UsageUpdate,
+    self as acp, AgentCapabilities, AuthenticateRequest, AuthenticateResponse, AvailableCommand,
+    AvailableCommandInput, AvailableCommandsUpdate, CancelNotification, ContentBlock, ContentChunk,
+    Cost, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities,
+    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionInfo,
+    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UnstructuredCommandInput, UsageUpdate,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt, StreamExt};
@@ -150,7 +149,6 @@ async fn connection(
     state: Arc<State>,
     transport: impl agent_client_protocol::ConnectTo<Agent> + 'static,
 ) -> Result<(), Error> {
-    let s_init = state.clone();
     let s_new = state.clone();
     let s_load = state.clone();
     let s_resume = state.clone();
@@ -161,8 +159,9 @@ async fn connection(
         .v1()
         .name("talaria")
         .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                let _ = (&s_init, request.protocol_version);
+            // Protocol v1 whatever the client asks for: the only version this side speaks
+            // (a client that cannot speak it disconnects, as the protocol says).
+            async move |_request: InitializeRequest, responder, _cx| {
                 responder.respond(initialize_response())
             },
             agent_client_protocol::on_receive_request!(),
@@ -199,11 +198,11 @@ async fn connection(
             async move |request: LoadSessionRequest, responder, cx| {
                 let state = s_load.clone();
                 let id = request.session_id.0.to_string();
-                let spec =
-                    match spec(&state, &request.cwd, &request.mcp_servers, Some(id.clone())) {
-                        Ok(spec) => spec,
-                        Err(error) => return responder.respond_with_error(error),
-                    };
+                let spec = match spec(&state, &request.cwd, &request.mcp_servers, Some(id.clone()))
+                {
+                    Ok(spec) => spec,
+                    Err(error) => return responder.respond_with_error(error),
+                };
                 cx.clone().spawn(async move {
                     let outcome = async {
                         let id = open(&state, spec, &cx).await?;
@@ -249,13 +248,14 @@ async fn connection(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: ListSessionsRequest, responder, _cx| {
-                match list(&s_list, request.cwd.as_deref()) {
-                    Ok(listings) => responder.respond(ListSessionsResponse::new(
-                        listings.into_iter().map(session_info).collect(),
-                    )),
-                    Err(error) => responder.respond_with_error(error),
-                }
+            async move |request: ListSessionsRequest, responder, _cx| match list(
+                &s_list,
+                request.cwd.as_deref(),
+            ) {
+                Ok(listings) => responder.respond(ListSessionsResponse::new(
+                    listings.into_iter().map(session_info).collect(),
+                )),
+                Err(error) => responder.respond_with_error(error),
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -263,8 +263,9 @@ async fn connection(
             async move |request: PromptRequest, responder, cx| {
                 let id = request.session_id.0.to_string();
                 let Some(session) = s_prompt.session(&id) else {
-                    return responder
-                        .respond_with_error(acp::Error::session_not_found(request.session_id).into());
+                    return responder.respond_with_error(
+                        acp::Error::session_not_found(request.session_id).into(),
+                    );
                 };
                 let text = prompt_text(&request.prompt);
                 if text.trim().is_empty() {
@@ -417,7 +418,11 @@ fn client_mcp(server: &McpServer) -> Result<ClientMcp, Error> {
 }
 
 /// Starts a session and its update forwarder; registers it under its id.
-async fn open(state: &Arc<State>, spec: SessionSpec, cx: &ConnectionTo<Client>) -> Result<String, Error> {
+async fn open(
+    state: &Arc<State>,
+    spec: SessionSpec,
+    cx: &ConnectionTo<Client>,
+) -> Result<String, Error> {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let started = worker::start(spec, out_tx).await.map_err(internal)?;
     let id = started.session_id.clone();
@@ -552,7 +557,13 @@ fn session_update(update: Update) -> SessionUpdate {
                 ToolCall::new(start.id, start.title)
                     .kind(kind(start.kind))
                     .status(ToolCallStatus::InProgress)
-                    .locations(start.locations.into_iter().map(ToolCallLocation::new).collect())
+                    .locations(
+                        start
+                            .locations
+                            .into_iter()
+                            .map(ToolCallLocation::new)
+                            .collect(),
+                    )
                     .raw_input(start.raw_input)
                     .content(content),
             )
@@ -588,7 +599,8 @@ fn session_update(update: Update) -> SessionUpdate {
                 commands
                     .into_iter()
                     .map(|command| {
-                        let mut available = AvailableCommand::new(command.name, command.description);
+                        let mut available =
+                            AvailableCommand::new(command.name, command.description);
                         if let Some(hint) = command.hint {
                             available = available.input(AvailableCommandInput::Unstructured(
                                 UnstructuredCommandInput::new(hint),
@@ -603,7 +615,9 @@ fn session_update(update: Update) -> SessionUpdate {
             used,
             size,
             cost_usd,
-        } => SessionUpdate::UsageUpdate(UsageUpdate::new(used, size).cost(Cost::new(cost_usd, "USD"))),
+        } => SessionUpdate::UsageUpdate(
+            UsageUpdate::new(used, size).cost(Cost::new(cost_usd, "USD")),
+        ),
     }
 }
 

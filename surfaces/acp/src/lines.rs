@@ -125,6 +125,9 @@ mod tests {
             .await;
         assert_eq!(lines, [r#"{"a":1}"#, r#"{"b":2}"#]);
         let error = rx.next().await.unwrap();
-        assert!(error.contains("-32600") && error.contains("100 bytes"), "{error}");
+        assert!(
+            error.contains("-32600") && error.contains("100 bytes"),
+            "{error}"
+        );
     }
 }

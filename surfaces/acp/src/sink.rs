@@ -112,9 +112,9 @@ impl EventSink for UpdateSink {
                 }
             }
             AgentEvent::Warning { message } => eprintln!("talaria acp: warning: {message}"),
-            AgentEvent::Retrying {
-                attempt, error, ..
-            } => eprintln!("talaria acp: retrying the model (attempt {attempt}): {error}"),
+            AgentEvent::Retrying { attempt, error, .. } => {
+                eprintln!("talaria acp: retrying the model (attempt {attempt}): {error}")
+            }
             _ => {}
         }
     }
@@ -268,7 +268,10 @@ mod tests {
                           {"id": "4", "content": "d", "status": "pending"}]}"#,
         )
         .unwrap();
-        let statuses: Vec<_> = plan.iter().map(|p| (p.content.as_str(), p.status)).collect();
+        let statuses: Vec<_> = plan
+            .iter()
+            .map(|p| (p.content.as_str(), p.status))
+            .collect();
         assert_eq!(
             statuses,
             [

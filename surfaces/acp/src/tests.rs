@@ -92,7 +92,10 @@ async fn session<T>(
     (result.unwrap(), seen)
 }
 
-async fn start(cx: &ConnectionTo<Agent>, cwd: &Path) -> Result<String, agent_client_protocol::Error> {
+async fn start(
+    cx: &ConnectionTo<Agent>,
+    cwd: &Path,
+) -> Result<String, agent_client_protocol::Error> {
     cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
         .block_task()
         .await?;
@@ -154,14 +157,21 @@ async fn a_prompt_streams_its_answer_and_a_session_loads_back() {
     .await;
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(agent_text(&seen), "Four.");
-    let updates = &seen.lock().unwrap().updates;
-    assert!(matches!(updates[0], SessionUpdate::AvailableCommandsUpdate(_)));
+    let updates = seen.lock().unwrap().updates.clone();
+    assert!(matches!(
+        updates[0],
+        SessionUpdate::AvailableCommandsUpdate(_)
+    ));
     assert!(
         updates
             .iter()
             .any(|u| matches!(u, SessionUpdate::AgentThoughtChunk(_)))
     );
-    assert!(updates.iter().any(|u| matches!(u, SessionUpdate::UsageUpdate(_))));
+    assert!(
+        updates
+            .iter()
+            .any(|u| matches!(u, SessionUpdate::UsageUpdate(_)))
+    );
 
     // Loading it on a new connection replays it, before the response.
     let ((), seen) = session(
@@ -213,7 +223,10 @@ async fn a_tool_call_asks_permission_and_a_rejection_keeps_the_files() {
     )
     .await;
     assert_eq!(stop, StopReason::EndTurn);
-    assert!(!work.path().join("made.txt").exists(), "rejected: it did not run");
+    assert!(
+        !work.path().join("made.txt").exists(),
+        "rejected: it did not run"
+    );
     let seen = seen.lock().unwrap();
     assert_eq!(seen.permissions.len(), 1);
     let call = seen
@@ -225,7 +238,10 @@ async fn a_tool_call_asks_permission_and_a_rejection_keeps_the_files() {
         })
         .unwrap();
     assert_eq!(call.kind, ToolKind::Execute);
-    assert_eq!(seen.permissions[0].tool_call.tool_call_id, call.tool_call_id);
+    assert_eq!(
+        seen.permissions[0].tool_call.tool_call_id,
+        call.tool_call_id
+    );
     let finished = seen
         .updates
         .iter()

@@ -103,7 +103,10 @@ impl Approver for EditorApprover {
         let ask = PermissionAsk {
             tool_call_id,
             tool: request.tool.clone(),
-            title: format!("{} needs approval: {}", request.tool, request.finding.description),
+            title: format!(
+                "{} needs approval: {}",
+                request.tool, request.finding.description
+            ),
             command: request.command.clone(),
         };
         let (tx, rx) = oneshot::channel();
@@ -322,7 +325,9 @@ async fn run(
             }
             Job::Replay { ended } => {
                 worker.replay();
-                let _ = worker.out.send(Outbound::TurnEnded(Ok(Stop::EndTurn), ended));
+                let _ = worker
+                    .out
+                    .send(Outbound::TurnEnded(Ok(Stop::EndTurn), ended));
             }
         }
     }
