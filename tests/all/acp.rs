@@ -31,6 +31,18 @@ fn drive(
     scenario: &str,
     session: Option<&str>,
 ) -> Option<Value> {
+    drive_with(home, work, model, scenario, session, &json!([]))
+}
+
+/// [`drive`], with MCP servers for `session/new`.
+fn drive_with(
+    home: &Home,
+    work: &Path,
+    model: &ScriptedServer,
+    scenario: &str,
+    session: Option<&str>,
+    mcp: &Value,
+) -> Option<Value> {
     let node = peer_node()?;
     let sdk = acp_peer("node_modules/@agentclientprotocol/sdk")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/acp_client.mjs");
@@ -45,6 +57,7 @@ fn drive(
         .env("TALARIA_BIN", env!("CARGO_BIN_EXE_talaria"))
         .env("ACP_SDK", sdk)
         .env("ACP_WORKDIR", work)
+        .env("ACP_MCP", mcp.to_string())
         .env(
             "ACP_AGENT_ARGS",
             serde_json::to_string(&crate::cli::openai_args(model)).unwrap(),
@@ -233,6 +246,51 @@ fn session_cancel_interrupts_a_running_tool() {
     assert_eq!(model.remaining_steps(), 1, "no model call after the cancel");
 }
 
+#[test]
+fn the_editors_mcp_server_is_connected_for_the_session() {
+    let Some(entry) = crate::mcp::everything() else {
+        return;
+    };
+    let home = fresh_home();
+    let work = home.workdir();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "mcp_everything_echo",
+            r#"{"message": "hello through ACP"}"#,
+        )]),
+        Step::text("It echoed."),
+    ]))
+    .unwrap();
+    let node = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v node"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let mcp = json!([{
+        "name": "everything",
+        "command": node.trim(),
+        "args": [entry, "stdio"],
+        "env": [],
+    }]);
+    let Some(result) = drive_with(&home, work.path(), &model, "mcp", None, &mcp) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "end_turn");
+    assert!(
+        model.requests()[0]
+            .tools_raw()
+            .contains("\"mcp_everything_echo\"")
+    );
+    assert_eq!(tool_results(&model, 1), ["Echo: hello through ACP"]);
+    let started = updates(&result, "tool_call");
+    // Kind "other", the protocol's default (left out of the frame).
+    assert_eq!(started[0]["title"], "mcp_everything_echo");
+    assert!(started[0]["kind"].is_null() || started[0]["kind"] == "other");
+}
+
 /// Reads stdout frames on a thread; each must be one JSON-RPC object.
 fn frames(child_stdout: std::process::ChildStdout) -> mpsc::Receiver<Value> {
     let (tx, rx) = mpsc::channel();
@@ -274,9 +332,13 @@ fn hostile_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
     );
     let early = next();
     assert_eq!(early["id"], 1);
-    assert!(
-        early["error"]["code"].is_i64(),
+    assert_eq!(
+        early["error"]["code"], -32600,
         "prompt before initialize: {early}"
+    );
+    assert!(
+        early.to_string().contains("initialization must complete"),
+        "{early}"
     );
 
     send("{this is not json");

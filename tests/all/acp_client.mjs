@@ -12,6 +12,7 @@
 //   permission  a prompt whose tool call asks for permission (answered "allow once")
 //   cancel      a prompt cancelled while its tool runs
 //   load        session/load of ACP_SESSION, then session/list
+//   mcp         session/new with the MCP servers in ACP_MCP (JSON), one prompt
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -70,7 +71,8 @@ try {
       result.list = await cx.request("session/list", { cwd });
       return;
     }
-    const session = await cx.request("session/new", { cwd, mcpServers: [] });
+    const mcpServers = JSON.parse(process.env.ACP_MCP || "[]");
+    const session = await cx.request("session/new", { cwd, mcpServers });
     result.sessionId = session.sessionId;
     const prompt = (text) =>
       cx.request("session/prompt", {
@@ -92,7 +94,9 @@ try {
       result.cancelMs = Date.now() - result.cancelledAt;
       return;
     }
-    result.response = await prompt(scenario === "permission" ? "clean up" : "hello");
+    result.response = await prompt(
+      scenario === "permission" ? "clean up" : scenario === "mcp" ? "echo it" : "hello",
+    );
     if (scenario === "prompt") {
       result.command = await prompt("/usage");
     }
