@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    StopReason, ToolCallStatus, ToolKind,
+    CancelNotification, ContentBlock, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, ToolCallStatus,
+    ToolKind,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use talaria_profile::{Overrides, ProfileHome};
@@ -320,4 +321,62 @@ async fn a_slash_command_runs_inside_a_prompt() {
     assert_eq!(stop, StopReason::EndTurn);
     let text = agent_text(&seen);
     assert!(text.contains("todo"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_continues_the_conversation_and_is_listed() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::text("Noted: the code word is heron."),
+        Step::text("It was heron."),
+    ]))
+    .unwrap();
+    let (id, _) = session(
+        options(home.path(), &model),
+        PermissionOptionKind::AllowOnce,
+        async |cx, _| {
+            let id = start(&cx, work.path()).await?;
+            prompt(&cx, &id, "remember the code word heron").await?;
+            Ok(id)
+        },
+    )
+    .await;
+    let ((stop, listed), seen) = session(
+        options(home.path(), &model),
+        PermissionOptionKind::AllowOnce,
+        async |cx, _| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let listed = cx
+                .send_request(ListSessionsRequest::new().cwd(work.path().canonicalize().unwrap()))
+                .block_task()
+                .await?;
+            cx.send_request(ResumeSessionRequest::new(id.clone(), work.path()))
+                .block_task()
+                .await?;
+            Ok((prompt(&cx, &id, "what was it?").await?, listed))
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(agent_text(&seen), "It was heron.");
+    let ids: Vec<String> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.0.to_string())
+        .collect();
+    assert_eq!(ids, [id]);
+    // No replay on resume, and the model saw the first turn.
+    assert!(
+        !seen
+            .lock()
+            .unwrap()
+            .updates
+            .iter()
+            .any(|u| matches!(u, SessionUpdate::UserMessageChunk(_)))
+    );
+    let second = model.requests()[1].raw_body.clone();
+    assert!(second.contains("remember the code word heron"), "{second}");
 }
