@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "all/acp.rs"]
+mod acp;
 #[path = "all/api_server.rs"]
 mod api_server;
 #[path = "all/cli.rs"]

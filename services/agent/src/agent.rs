@@ -42,6 +42,8 @@ pub enum Surface {
     McpServer,
     /// A request to the OpenAI-compatible API server (`talaria serve`).
     ApiServer,
+    /// An editor's agent panel over the Agent Client Protocol (`talaria acp`).
+    Editor,
 }
 
 impl Surface {
@@ -51,6 +53,7 @@ impl Surface {
             Surface::Terminal | Surface::OneShot => "cli",
             Surface::McpServer => "mcp",
             Surface::ApiServer => "api",
+            Surface::Editor => "acp",
         }
     }
 
@@ -75,6 +78,11 @@ impl Surface {
                  returned to the calling program as the assistant message, which may show it to \
                  a user as Markdown. Nobody can answer questions or approve commands during the \
                  run; finish the task in this run and end with the answer itself."
+            }
+            Surface::Editor => {
+                "You are working in the user's editor, in its agent panel. Markdown is rendered; \
+                 refer to files by their paths so the editor can link them. File edits are shown \
+                 to the user as diffs, and commands may need their approval."
             }
         }
     }

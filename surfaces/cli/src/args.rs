@@ -55,9 +55,18 @@ pub enum Command {
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
+    /// Serve an editor's agent panel over the Agent Client Protocol on stdin/stdout.
+    Acp(AcpArgs),
     /// Serve an OpenAI-compatible API (chat completions, responses, models) on
     /// 127.0.0.1:8642; each request runs as a Talaria session.
     Serve(ServeArgs),
+}
+
+/// Options of `talaria acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// Options of `talaria serve` (unset ones come from `api_server` in config.yaml).

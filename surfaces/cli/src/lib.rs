@@ -1,6 +1,7 @@
 //! The `talaria` command line: a thin surface that builds an agent, runs a
 //! conversation and renders its events.
 
+mod acp_cmd;
 mod approver;
 mod args;
 mod commands_cmd;
@@ -139,6 +140,8 @@ pub fn main() -> ExitCode {
                 mcp_serve_cmd::run(serve_args, &home).await
             }
             Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
+            // Before the config is read too: sessions report a broken profile to the editor.
+            Some(args::Command::Acp(acp_args)) => acp_cmd::run(acp_args, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
             Some(args::Command::Serve(serve_args)) => serve_cmd::run(serve_args, &home).await,
             // Handled before the runtime starts.

@@ -1,0 +1,156 @@
+//! The surface's own small vocabulary. The adapter (`adapter.rs`) is the only
+//! module that knows the `agent-client-protocol` crate; everything else speaks
+//! these types, so a new major of that crate changes one file.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// What kind of work a tool call does, as an editor groups them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Search,
+    Execute,
+    Fetch,
+    Think,
+    Other,
+}
+
+/// A file edit to show as a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diff {
+    pub path: PathBuf,
+    /// The file before (`None`: a new file).
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// One entry of the agent's plan (the `todo` tool's list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanItem {
+    pub content: String,
+    pub status: PlanStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// A slash command the session offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, when it takes arguments.
+    pub hint: Option<String>,
+}
+
+/// A started tool call, as the editor shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStart {
+    pub id: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub locations: Vec<PathBuf>,
+    pub raw_input: Option<Value>,
+    pub diff: Option<Diff>,
+}
+
+/// Something the session tells the editor (a `session/update`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// The user's message (replayed by `session/load`).
+    UserText(String),
+    /// Visible answer text.
+    AgentText(String),
+    /// Reasoning text.
+    Thought(String),
+    ToolStarted(ToolStart),
+    ToolFinished {
+        id: String,
+        failed: bool,
+        text: String,
+    },
+    Plan(Vec<PlanItem>),
+    Commands(Vec<CommandInfo>),
+    /// Tokens in the context after the last model call, the window, and the session's cost.
+    Usage {
+        used: u64,
+        size: u64,
+        cost_usd: f64,
+    },
+}
+
+/// A question for the user before a tool runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionAsk {
+    /// The tool call it is about, when known.
+    pub tool_call_id: Option<String>,
+    /// The tool that wants to run.
+    pub tool: String,
+    /// One line: why it needs approval.
+    pub title: String,
+    /// The command or text as the model wrote it.
+    pub command: String,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    AllowOnce,
+    /// "Always" in the editor: remembered for the rest of this session.
+    AllowSession,
+    Reject,
+    /// The turn was cancelled or the editor could not ask.
+    Cancelled,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    EndTurn,
+    Cancelled,
+    /// A budget (iterations, tokens, cost) ran out.
+    MaxTurnRequests,
+}
+
+/// What the session asks the connection to do, in order.
+#[derive(Debug)]
+pub enum Outbound {
+    Update(Update),
+    Permission(PermissionAsk, oneshot::Sender<PermissionAnswer>),
+    /// The turn is over: every update before this was sent first.
+    TurnEnded(Result<Stop, String>, oneshot::Sender<Result<Stop, String>>),
+}
+
+/// An MCP server the editor passes with `session/new` or `session/load`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMcp {
+    Stdio {
+        name: String,
+        command: PathBuf,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        name: String,
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A stored session, for `session/list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionListing {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub title: Option<String>,
+    /// RFC 3339.
+    pub updated_at: Option<String>,
+}

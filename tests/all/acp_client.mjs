@@ -1,0 +1,114 @@
+// Drives `talaria acp` with the official TypeScript SDK's client side
+// (@agentclientprotocol/sdk, installed by scripts/install-acp-peers) and
+// prints what happened as one JSON object on stdout, for tests/all/acp.rs.
+//
+// Usage: node acp_client.mjs SCENARIO
+// Environment: ACP_SDK (the package directory), TALARIA_BIN, ACP_WORKDIR,
+// ACP_AGENT_ARGS (JSON list of extra `talaria acp` flags), ACP_SESSION (for
+// "load"), plus whatever `talaria` itself needs (TALARIA_HOME, the key).
+//
+// Scenarios:
+//   prompt      initialize, session/new, one prompt
+//   permission  a prompt whose tool call asks for permission (answered "allow once")
+//   cancel      a prompt cancelled while its tool runs
+//   load        session/load of ACP_SESSION, then session/list
+//   mcp         session/new with the MCP servers in ACP_MCP (JSON), one prompt
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { pathToFileURL } from "node:url";
+
+const sdkDir = process.env.ACP_SDK;
+const manifest = JSON.parse(readFileSync(join(sdkDir, "package.json"), "utf8"));
+const acp = await import(pathToFileURL(join(sdkDir, manifest.exports["."].import)).href);
+
+const scenario = process.argv[2];
+const cwd = process.env.ACP_WORKDIR;
+const extra = JSON.parse(process.env.ACP_AGENT_ARGS || "[]");
+
+const agent = spawn(process.env.TALARIA_BIN, ["acp", ...extra], {
+  cwd,
+  stdio: ["pipe", "pipe", "pipe"],
+});
+let stderr = "";
+agent.stderr.on("data", (chunk) => {
+  stderr += chunk;
+});
+
+const result = { scenario, updates: [], permissions: [] };
+let onUpdate = () => {};
+
+const client = acp
+  .client()
+  .onNotification("session/update", ({ params }) => {
+    result.updates.push(params.update);
+    onUpdate(params.update);
+  })
+  .onRequest("session/request_permission", ({ params }) => {
+    result.permissions.push(params);
+    const once = params.options.find((option) => option.kind === "allow_once");
+    return once
+      ? { outcome: { outcome: "selected", optionId: once.optionId } }
+      : { outcome: { outcome: "cancelled" } };
+  });
+
+const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+
+try {
+  await client.connectWith(stream, async (cx) => {
+    result.initialize = await cx.request("initialize", {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+      clientInfo: { name: "talaria-acp-test", version: "0" },
+    });
+    if (scenario === "load") {
+      result.load = await cx.request("session/load", {
+        sessionId: process.env.ACP_SESSION,
+        cwd,
+        mcpServers: [],
+      });
+      result.list = await cx.request("session/list", { cwd });
+      return;
+    }
+    const mcpServers = JSON.parse(process.env.ACP_MCP || "[]");
+    const session = await cx.request("session/new", { cwd, mcpServers });
+    result.sessionId = session.sessionId;
+    const prompt = (text) =>
+      cx.request("session/prompt", {
+        sessionId: session.sessionId,
+        prompt: [{ type: "text", text }],
+      });
+    if (scenario === "cancel") {
+      // Cancel once the tool call is under way.
+      const started = new Promise((resolve) => {
+        onUpdate = (update) => {
+          if (update.sessionUpdate === "tool_call") resolve();
+        };
+      });
+      const turn = prompt("wait a while");
+      await started;
+      result.cancelledAt = Date.now();
+      await cx.notify("session/cancel", { sessionId: session.sessionId });
+      result.response = await turn;
+      result.cancelMs = Date.now() - result.cancelledAt;
+      return;
+    }
+    result.response = await prompt(
+      scenario === "permission" ? "clean up" : scenario === "mcp" ? "echo it" : "hello",
+    );
+    if (scenario === "prompt") {
+      result.command = await prompt("/usage");
+    }
+  });
+} catch (error) {
+  result.error = String(error?.stack || error);
+}
+agent.stdin.end();
+const code = await new Promise((resolve) => {
+  if (agent.exitCode !== null) resolve(agent.exitCode);
+  else agent.on("exit", (exitCode) => resolve(exitCode));
+});
+result.exitCode = code;
+result.stderr = stderr;
+process.stdout.write(JSON.stringify(result) + "\n");
