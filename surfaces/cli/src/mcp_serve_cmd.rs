@@ -72,6 +72,7 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
 fn stop_on_signals(shutdown: CancellationToken) {
+    use std::io::Write;
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
@@ -84,7 +85,9 @@ fn stop_on_signals(shutdown: CancellationToken) {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        eprintln!("talaria mcp serve: stopping");
+        // Cancelled first, and no eprintln! (it panics when stderr is gone, as
+        // for a server whose parent died): the server must stop regardless.
         shutdown.cancel();
+        let _ = writeln!(std::io::stderr(), "talaria mcp serve: stopping");
     });
 }
