@@ -31,17 +31,17 @@ fn drive(
     scenario: &str,
     session: Option<&str>,
 ) -> Option<Value> {
-    drive_with(home, work, model, scenario, session, &json!([]))
+    drive_with(home, work, model, scenario, session, &[])
 }
 
-/// [`drive`], with MCP servers for `session/new`.
+/// [`drive`], with more variables for the driver (`ACP_MCP`, `ACP_BUFFERS`).
 fn drive_with(
     home: &Home,
     work: &Path,
     model: &ScriptedServer,
     scenario: &str,
     session: Option<&str>,
-    mcp: &Value,
+    vars: &[(&str, String)],
 ) -> Option<Value> {
     let node = peer_node()?;
     let sdk = peer("acp", "node_modules/@agentclientprotocol/sdk")?;
@@ -57,7 +57,7 @@ fn drive_with(
         .env("TALARIA_BIN", env!("CARGO_BIN_EXE_talaria"))
         .env("ACP_SDK", sdk)
         .env("ACP_WORKDIR", work)
-        .env("ACP_MCP", mcp.to_string())
+        .envs(vars.iter().map(|(name, value)| (name, value)))
         .env(
             "ACP_AGENT_ARGS",
             serde_json::to_string(&crate::cli::openai_args(model)).unwrap(),
@@ -275,7 +275,14 @@ fn the_editors_mcp_server_is_connected_for_the_session() {
         "args": [entry, "stdio"],
         "env": [],
     }]);
-    let Some(result) = drive_with(&home, work.path(), &model, "mcp", None, &mcp) else {
+    let Some(result) = drive_with(
+        &home,
+        work.path(),
+        &model,
+        "mcp",
+        None,
+        &[("ACP_MCP", mcp.to_string())],
+    ) else {
         return;
     };
     assert_eq!(result["response"]["stopReason"], "end_turn");
@@ -289,6 +296,115 @@ fn the_editors_mcp_server_is_connected_for_the_session() {
     // Kind "other", the protocol's default (left out of the frame).
     assert_eq!(started[0]["title"], "mcp_everything_echo");
     assert!(started[0]["kind"].is_null() || started[0]["kind"] == "other");
+}
+
+#[test]
+fn session_cancel_kills_a_command_in_the_editors_terminal() {
+    let home = Home::new();
+    let work = home.workdir();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("terminal", r#"{"command": "sleep 37"}"#)]),
+        Step::text("not reached"),
+    ]))
+    .unwrap();
+    let vars = [("ACP_BUFFERS", "{}".to_owned())];
+    let Some(result) = drive_with(&home, work.path(), &model, "cancel", None, &vars) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "cancelled");
+    let calls: Vec<&Value> = result["editor"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["method"] != "terminal/wait_for_exit")
+        .collect();
+    let methods: Vec<&str> = calls.iter().filter_map(|c| c["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        ["terminal/create", "terminal/kill", "terminal/release"]
+    );
+    assert!(processes_running(&["sleep", "37"]).is_empty());
+    assert_eq!(model.remaining_steps(), 1, "no model call after the cancel");
+}
+
+#[test]
+fn files_and_commands_go_through_an_editor_that_offers_them() {
+    let home = Home::new();
+    let work = home.workdir();
+    let dir = work.path().canonicalize().unwrap();
+    std::fs::write(dir.join("notes.txt"), "disk text\n").unwrap();
+    let notes = dir.join("notes.txt").display().to_string();
+    let out = dir.join("out.txt").display().to_string();
+    let buffers = json!({ notes.clone(): "unsaved buffer text\n" });
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("read_file", r#"{"path": "notes.txt"}"#)]),
+        Step::tool_calls([ToolCall::new(
+            "write_file",
+            r#"{"path": "out.txt", "content": "written by the agent\n"}"#,
+        )]),
+        Step::tool_calls([ToolCall::new(
+            "patch",
+            r#"{"mode": "replace", "path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}"#,
+        )]),
+        Step::tool_calls([ToolCall::new(
+            "terminal",
+            r#"{"command": "echo from-the-terminal; pwd"}"#,
+        )]),
+        Step::tool_calls([ToolCall::new(
+            "terminal",
+            r#"{"command": "echo started; sleep 30", "timeout": 1}"#,
+        )]),
+        Step::text("Done."),
+    ]))
+    .unwrap();
+    let vars = [("ACP_BUFFERS", buffers.to_string())];
+    let Some(result) = drive_with(&home, &dir, &model, "editor", None, &vars) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "end_turn");
+    assert_eq!(model.remaining_steps(), 0);
+
+    // The read saw the editor's unsaved buffer, not the disk.
+    let read = tool_results(&model, 1).join("\n");
+    assert!(read.contains("unsaved buffer text"), "{read}");
+    assert!(!read.contains("disk text"), "{read}");
+    // The write and the edit landed in the editor's buffers; the disk is untouched.
+    assert_eq!(result["buffers"][&out], "written by the agent\n");
+    assert_eq!(result["buffers"][&notes], "edited buffer text\n");
+    assert!(!dir.join("out.txt").exists(), "the editor saves it, not us");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "disk text\n"
+    );
+
+    // The command ran in the editor's terminal, in the session's directory,
+    // shown in its tool call, and its terminal was released.
+    let calls = result["editor"].as_array().unwrap();
+    let created = calls
+        .iter()
+        .find(|c| c["method"] == "terminal/create")
+        .unwrap_or_else(|| panic!("no terminal/create: {calls:?}"));
+    assert_eq!(created["command"], "bash");
+    assert_eq!(
+        created["args"],
+        json!(["-c", "echo from-the-terminal; pwd"])
+    );
+    assert_eq!(created["cwd"], dir.display().to_string());
+    let ran = tool_results(&model, 4).join("\n");
+    assert!(ran.contains("from-the-terminal"), "{ran}");
+    assert!(ran.contains(&dir.display().to_string()), "{ran}");
+    // Its timeout killed the second one in the terminal (not 30 s later).
+    let timed_out = tool_results(&model, 5).join("\n");
+    assert!(timed_out.contains("timed out after 1 s"), "{timed_out}");
+    assert!(timed_out.contains("started"), "{timed_out}");
+    let kills = calls.iter().filter(|c| c["method"] == "terminal/kill");
+    assert_eq!(kills.count(), 1, "{calls:?}");
+    let releases = calls.iter().filter(|c| c["method"] == "terminal/release");
+    assert_eq!(releases.count(), 2, "{calls:?}");
+    let shown = updates(&result, "tool_call_update")
+        .into_iter()
+        .any(|u| u["content"][0]["type"] == "terminal");
+    assert!(shown, "the terminal was shown in its tool call");
 }
 
 /// Reads stdout frames on a thread; each must be one JSON-RPC object.

@@ -13,6 +13,10 @@
 //   cancel      a prompt cancelled while its tool runs
 //   load        session/load of ACP_SESSION, then session/list
 //   mcp         session/new with the MCP servers in ACP_MCP (JSON), one prompt
+//   editor      one prompt
+// When ACP_BUFFERS is set (a JSON object path -> text), the client offers
+// fs/* (those buffers, in memory) and terminal/* (real child processes);
+// "cancel" then cancels once the command's terminal exists.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,11 +40,83 @@ agent.stderr.on("data", (chunk) => {
   stderr += chunk;
 });
 
-const result = { scenario, updates: [], permissions: [] };
+const result = { scenario, updates: [], permissions: [], editor: [] };
 let onUpdate = () => {};
+let onTerminal = () => {};
+const offersEditor = process.env.ACP_BUFFERS !== undefined;
+
+// The "editor" scenario's buffers and terminals.
+const buffers = JSON.parse(process.env.ACP_BUFFERS || "{}");
+const terminals = new Map();
+let nextTerminal = 0;
+
+function startTerminal({ command, args, cwd: dir, env, outputByteLimit }) {
+  const id = `term-${++nextTerminal}`;
+  const child = spawn(command, args || [], {
+    cwd: dir || cwd,
+    env: { ...process.env, ...Object.fromEntries((env || []).map((v) => [v.name, v.value])) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const term = { output: "", truncated: false, exit: null };
+  const keep = (chunk) => {
+    term.output += chunk;
+    const limit = outputByteLimit ?? Infinity;
+    if (Buffer.byteLength(term.output) > limit) {
+      term.output = term.output.slice(-limit);
+      term.truncated = true;
+    }
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  term.exited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => {
+      term.exit = { exitCode: code, signal };
+      resolve(term.exit);
+    });
+  });
+  term.child = child;
+  terminals.set(id, term);
+  return id;
+}
 
 const client = acp
   .client()
+  .onRequest("fs/read_text_file", ({ params }) => {
+    result.editor.push({ method: "fs/read_text_file", path: params.path });
+    if (!(params.path in buffers)) throw new Error(`no such file: ${params.path}`);
+    return { content: buffers[params.path] };
+  })
+  .onRequest("fs/write_text_file", ({ params }) => {
+    result.editor.push({ method: "fs/write_text_file", path: params.path, content: params.content });
+    buffers[params.path] = params.content;
+    return {};
+  })
+  .onRequest("terminal/create", ({ params }) => {
+    result.editor.push({ method: "terminal/create", command: params.command, args: params.args, cwd: params.cwd });
+    const terminalId = startTerminal(params);
+    onTerminal();
+    return { terminalId };
+  })
+  .onRequest("terminal/wait_for_exit", async ({ params }) => {
+    result.editor.push({ method: "terminal/wait_for_exit" });
+    return await terminals.get(params.terminalId).exited;
+  })
+  .onRequest("terminal/output", ({ params }) => {
+    result.editor.push({ method: "terminal/output" });
+    const term = terminals.get(params.terminalId);
+    return { output: term.output, truncated: term.truncated, exitStatus: term.exit };
+  })
+  .onRequest("terminal/kill", ({ params }) => {
+    result.editor.push({ method: "terminal/kill" });
+    terminals.get(params.terminalId).child.kill("SIGKILL");
+    return {};
+  })
+  .onRequest("terminal/release", ({ params }) => {
+    result.editor.push({ method: "terminal/release" });
+    terminals.get(params.terminalId)?.child.kill("SIGKILL");
+    terminals.delete(params.terminalId);
+    return {};
+  })
   .onNotification("session/update", ({ params }) => {
     result.updates.push(params.update);
     onUpdate(params.update);
@@ -59,7 +135,10 @@ try {
   await client.connectWith(stream, async (cx) => {
     result.initialize = await cx.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: {},
+      clientCapabilities:
+        offersEditor
+          ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true }
+          : {},
       clientInfo: { name: "talaria-acp-test", version: "0" },
     });
     if (scenario === "load") {
@@ -82,9 +161,11 @@ try {
     if (scenario === "cancel") {
       // Cancel once the tool call is under way.
       const started = new Promise((resolve) => {
-        onUpdate = (update) => {
-          if (update.sessionUpdate === "tool_call") resolve();
-        };
+        if (offersEditor) onTerminal = resolve;
+        else
+          onUpdate = (update) => {
+            if (update.sessionUpdate === "tool_call") resolve();
+          };
       });
       const turn = prompt("wait a while");
       await started;
@@ -100,6 +181,7 @@ try {
     if (scenario === "prompt") {
       result.command = await prompt("/usage");
     }
+    result.buffers = buffers;
   });
 } catch (error) {
   result.error = String(error?.stack || error);

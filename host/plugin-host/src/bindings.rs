@@ -35,6 +35,7 @@ macro_rules! export_world {
                     "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
                     "talaria:plugin/process": crate::bindings::talaria::plugin::process,
                     "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+                    "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
                 },
             });
         }

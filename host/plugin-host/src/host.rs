@@ -13,6 +13,7 @@ use crate::bindings::ToolPlugin;
 use crate::cache::{CompileCache, error_text};
 use crate::engine;
 use crate::error::{HostError, LoadError};
+use crate::imports::editor::Editor;
 use crate::imports::exec::ExecServices;
 use crate::imports::kv::KvStore;
 use crate::imports::net::NetPolicy;
@@ -35,6 +36,7 @@ pub(crate) struct HostInner {
     log_file: Option<Arc<LogFile>>,
     exec: ExecServices,
     sessions: Option<Arc<dyn SessionSearch>>,
+    editor: Option<Arc<dyn Editor>>,
     /// wasmtime's cache configuration for Extism modules, written when the
     /// first one loads.
     #[cfg(feature = "extism")]
@@ -130,6 +132,7 @@ impl PluginHost {
                 log_file,
                 exec,
                 sessions: options.sessions,
+                editor: options.editor,
                 #[cfg(feature = "extism")]
                 extism_cache: std::sync::OnceLock::new(),
                 #[cfg(feature = "extism")]
@@ -247,6 +250,7 @@ impl PluginHost {
             net: NetPolicy::new(&caps.network),
             exec: self.inner.exec.clone(),
             sessions: self.inner.sessions.clone(),
+            editor: self.inner.editor.clone(),
             data_dir,
             caps,
         })

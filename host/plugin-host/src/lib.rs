@@ -51,6 +51,7 @@ pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::host::PluginHost;
+pub use crate::imports::editor::Editor;
 pub use crate::imports::exec::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::imports::session_search::{SessionHit, SessionSearch};
 pub use crate::kinds::commands::{

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::imports::editor::Editor;
 use crate::imports::exec::ExecServices;
 use crate::imports::session_search::SessionSearch;
 
@@ -28,6 +29,9 @@ pub struct HostOptions {
     pub exec: Option<ExecServices>,
     /// Past sessions for plugins granted `session-search`.
     pub sessions: Option<Arc<dyn SessionSearch>>,
+    /// The editor the session runs in: file plugins read and write through
+    /// it (the `editor` import), and plugin commands run in its terminal.
+    pub editor: Option<Arc<dyn Editor>>,
     /// Read-only directories of components compiled ahead of time by
     /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
     /// after `cache_dir`. Never written at run time.
@@ -48,6 +52,7 @@ impl HostOptions {
             log_file: None,
             exec: None,
             sessions: None,
+            editor: None,
             prebuilt_dirs: Vec::new(),
         }
     }
@@ -67,6 +72,12 @@ impl HostOptions {
     /// The same options with `session-search` answered from `sessions`.
     pub fn with_session_search(mut self, sessions: Arc<dyn SessionSearch>) -> Self {
         self.sessions = Some(sessions);
+        self
+    }
+
+    /// The same options with files and commands going through `editor`.
+    pub fn with_editor(mut self, editor: Arc<dyn Editor>) -> Self {
+        self.editor = Some(editor);
         self
     }
 

@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::imports::editor::Editor;
 use crate::imports::exec::ExecServices;
 use crate::imports::http::HttpPolicy;
 use crate::imports::kv::KvStore;
@@ -40,6 +41,8 @@ pub(crate) struct PluginShared {
     pub(crate) exec: ExecServices,
     /// Past sessions, for `session-search`.
     pub(crate) sessions: Option<Arc<dyn SessionSearch>>,
+    /// The editor the session runs in, for `editor` and `exec`.
+    pub(crate) editor: Option<Arc<dyn Editor>>,
 }
 
 impl PluginShared {
@@ -104,6 +107,7 @@ impl PluginShared {
             data_dir: self.data_dir.clone(),
             exec: self.exec.clone(),
             sessions: self.sessions.clone(),
+            editor: self.editor.clone(),
         }
     }
 }
@@ -129,6 +133,7 @@ impl HostCtx {
                 caps,
                 exec,
                 sessions: None,
+                editor: None,
             }),
             cwd: Some(data.to_path_buf()),
             deadline: std::time::Instant::now() + Duration::from_secs(10),

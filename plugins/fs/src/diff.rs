@@ -10,7 +10,6 @@ use talaria_plugin_sdk::ToolError;
 use crate::paths::{self, Target};
 use crate::replace::split_lines;
 use crate::similar;
-use crate::text;
 
 /// Whole lines `old_start..old_start + old_len` (0-based) replaced by
 /// `new_lines`.
@@ -700,18 +699,12 @@ fn read_existing(target: &Target) -> Result<Option<String>, ToolError> {
     if crate::files::existing("patch", target)?.is_none() {
         return Ok(None);
     }
-    match std::fs::read(&target.full) {
-        Ok(bytes) => text::as_text(bytes)
-            .map(Some)
-            .map_err(|why| ToolError::failed(format!("cannot patch {}: {why}", target.shown))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(paths::io_error("read", target, &e)),
-    }
+    crate::buffers::read_text("patch", target).map(Some)
 }
 
 /// Performs the changes; on a failure, restores what was already changed.
 fn commit(changes: &[Change]) -> Result<(), ToolError> {
-    let mut undo: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    let mut undo: Vec<(&Target, Option<Vec<u8>>)> = Vec::new();
     for change in changes {
         let result = match change {
             Change::Write {
@@ -721,29 +714,26 @@ fn commit(changes: &[Change]) -> Result<(), ToolError> {
             } => {
                 // Checked before anything opens it: reading a FIFO would block.
                 crate::files::existing("write", target).and_then(|meta| {
-                    undo.push((target.full.clone(), std::fs::read(&target.full).ok()));
+                    undo.push((target, crate::buffers::snapshot(target)));
                     if *created && let Some(parent) = target.full.parent() {
                         let _ = std::fs::create_dir_all(parent);
                     }
-                    crate::files::write(target, text.as_bytes(), meta.as_ref()).map(|_| ())
+                    crate::buffers::write_text(target, text, meta.as_ref()).map(|_| ())
                 })
             }
             Change::Delete { target } => {
                 let regular = std::fs::metadata(&target.full).is_ok_and(|m| m.is_file());
                 undo.push((
-                    target.full.clone(),
-                    regular.then(|| std::fs::read(&target.full).ok()).flatten(),
+                    target,
+                    regular.then(|| crate::buffers::snapshot(target)).flatten(),
                 ));
                 std::fs::remove_file(&target.full)
                     .map_err(|e| paths::io_error("delete", target, &e))
             }
         };
         if let Err(e) = result {
-            for (path, before) in undo.into_iter().rev() {
-                let _ = match before {
-                    Some(bytes) => std::fs::write(&path, bytes),
-                    None => std::fs::remove_file(&path),
-                };
+            for (target, before) in undo.into_iter().rev() {
+                crate::buffers::restore(target, before);
             }
             return Err(e);
         }

@@ -9,6 +9,7 @@
 //! The logic is plain Rust over `std::fs`, so it is unit-tested natively:
 //! `cargo test --manifest-path plugins/Cargo.toml -p talaria-plugin-fs`.
 
+mod buffers;
 mod diff;
 mod files;
 mod paths;
@@ -96,7 +97,12 @@ fn read_file(target: &Target, offset: usize, limit: usize) -> Result<Value, Tool
         )));
     }
     files::ensure_regular("read", target, &meta)?;
-    let mut file = File::open(&target.full).map_err(|e| paths::io_error("open", target, &e))?;
+    let mut file: Box<dyn Read> = match buffers::editor_text(target)? {
+        Some(text) => Box::new(std::io::Cursor::new(text.into_bytes())),
+        None => {
+            Box::new(File::open(&target.full).map_err(|e| paths::io_error("open", target, &e))?)
+        }
+    };
     let mut head = vec![0u8; text::SNIFF_BYTES];
     let mut n = 0;
     while n < head.len() {
@@ -235,7 +241,7 @@ fn write_file(target: &Target, content: &str) -> Result<Value, ToolError> {
             paths::io_error("create", &parent_target, &e)
         })?;
     }
-    let written = files::write(target, content.as_bytes(), meta.as_ref())?;
+    let written = buffers::write_text(target, content, meta.as_ref())?;
     let mut out = json!({
         "path": target.shown,
         "bytes_written": content.len(),
@@ -330,11 +336,9 @@ impl Tool for Patch {
 fn replace_in_file(target: &Target, old: &str, new: &str, all: bool) -> Result<Value, ToolError> {
     let meta = fs::metadata(&target.full).map_err(|e| paths::io_error("read", target, &e))?;
     files::ensure_regular("edit", target, &meta)?;
-    let bytes = fs::read(&target.full).map_err(|e| paths::io_error("read", target, &e))?;
-    let content = text::as_text(bytes)
-        .map_err(|why| ToolError::failed(format!("cannot edit {}: {why}", target.shown)))?;
+    let content = buffers::read_text("edit", target)?;
     let done = replace::replace(&content, old, new, all, &target.shown)?;
-    let written = files::write(target, done.text.as_bytes(), Some(&meta))?;
+    let written = buffers::write_text(target, &done.text, Some(&meta))?;
     let mut out = json!({
         "path": target.shown,
         "replacements": done.count,

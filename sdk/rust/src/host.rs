@@ -308,3 +308,41 @@ pub mod session_search {
         }
     }
 }
+
+/// The user's editor, when the session runs inside one that serves files
+/// (0.1.1): reads see its unsaved buffers, writes land in them. Paths are
+/// absolute and inside the plugin's filesystem grants. Natively no editor
+/// serves files.
+pub mod editor {
+    use crate::HostError;
+
+    /// Whether an editor serves files in this call's session.
+    pub fn serves_files() -> bool {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::editor::serves_files();
+        #[cfg(not(target_arch = "wasm32"))]
+        false
+    }
+
+    /// The whole text of `path` as the editor has it.
+    pub fn read_text_file(path: &str) -> Result<String, HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::editor::read_text_file(path);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = path;
+            super::no_host()
+        }
+    }
+
+    /// Replaces (or creates) `path` in the editor.
+    pub fn write_text_file(path: &str, content: &str) -> Result<(), HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::editor::write_text_file(path, content);
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = (path, content);
+            super::no_host()
+        }
+    }
+}

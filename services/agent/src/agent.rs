@@ -154,6 +154,7 @@ impl Agent {
             cwd,
             approver,
             resume,
+            editor,
         } = options;
         let cwd = cwd.as_path();
         let routes = model_routes(settings)?;
@@ -171,7 +172,7 @@ impl Agent {
         let sessions = db
             .clone()
             .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
-        let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions).await;
+        let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions, editor).await;
         notices.extend(plugins.notices);
         let auxiliary = auxiliary_model(settings)?;
         let summarizer = summarizer(auxiliary.as_ref(), &routes)?;
@@ -345,6 +346,9 @@ pub struct AgentOptions {
     pub approver: Arc<dyn Approver>,
     /// Continue this stored session instead of starting one.
     pub resume: Option<String>,
+    /// The editor the session runs in (ACP), when it serves files or runs
+    /// commands: file plugins and plugin commands go through it.
+    pub editor: Option<Arc<dyn talaria_plugin_host::Editor>>,
 }
 
 /// The primary model, then the fallbacks, in order.

@@ -302,6 +302,7 @@ pub async fn load_plugins(
     surface: &str,
     exec: talaria_plugin_host::ExecServices,
     sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
+    editor: Option<std::sync::Arc<dyn talaria_plugin_host::Editor>>,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
         Grants, HostOptions, KindState, KindStatus, LoadedPlugin, PluginHost, PluginSets,
@@ -333,6 +334,9 @@ pub async fn load_plugins(
         .with_exec(exec);
     if let Some(sessions) = sessions {
         options = options.with_session_search(sessions);
+    }
+    if let Some(editor) = editor {
+        options = options.with_editor(editor);
     }
     let host = match PluginHost::new(options) {
         Ok(host) => host,
@@ -555,7 +559,7 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session = load_plugins(&home, &cwd, "cli", exec, None).await;
+        let session = load_plugins(&home, &cwd, "cli", exec, None, None).await;
 
         assert!(session.tools.is_none() && session.hooks.is_none());
         let commands = session.commands.expect("commands");
@@ -631,7 +635,7 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session = load_plugins(&home, &cwd, "cli", exec, None).await;
+        let session = load_plugins(&home, &cwd, "cli", exec, None, None).await;
 
         assert!(session.tools.is_none() && session.hooks.is_none() && session.commands.is_none());
         assert_eq!(

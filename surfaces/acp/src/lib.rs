@@ -10,6 +10,7 @@
 //! the loop's events to the surface's [`types`].
 
 mod adapter;
+mod editor;
 mod lines;
 mod sink;
 mod types;

@@ -3,6 +3,7 @@
 //! these types, so a new major of that crate changes one file.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -120,11 +121,67 @@ pub enum Stop {
     MaxTurnRequests,
 }
 
+/// What the editor offered in `initialize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EditorOffers {
+    /// Both `fs/read_text_file` and `fs/write_text_file`.
+    pub files: bool,
+    /// The `terminal/*` methods.
+    pub terminal: bool,
+}
+
+/// A command to run in the editor's terminal (already approved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalRun {
+    /// The tool call it belongs to, when known: the editor shows the terminal there.
+    pub tool_call_id: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// Most output bytes the editor keeps (it drops the oldest beyond).
+    pub output_limit: u64,
+    /// Killed when it passes.
+    pub timeout: Duration,
+}
+
+/// How a terminal command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TerminalEnd {
+    /// None when killed (by a signal, or for the timeout).
+    pub exit_code: Option<i32>,
+    /// Combined stdout and stderr, as the terminal kept it.
+    pub output: String,
+    /// The editor dropped output beyond its limit.
+    pub truncated: bool,
+    pub timed_out: bool,
+}
+
+/// Work done by the editor for a tool, offered in `initialize`.
+#[derive(Debug)]
+pub enum EditorCall {
+    Read {
+        path: PathBuf,
+        reply: oneshot::Sender<Result<String, String>>,
+    },
+    Write {
+        path: PathBuf,
+        content: String,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    /// Dropping `reply`'s receiver (a cancelled tool) kills the command.
+    Run {
+        run: TerminalRun,
+        reply: oneshot::Sender<Result<TerminalEnd, String>>,
+    },
+}
+
 /// What the session asks the connection to do, in order.
 #[derive(Debug)]
 pub enum Outbound {
     Update(Update),
     Permission(PermissionAsk, oneshot::Sender<PermissionAnswer>),
+    Editor(EditorCall),
     /// The turn is over: every update before this was sent first.
     TurnEnded(Result<Stop, String>, oneshot::Sender<Result<Stop, String>>),
 }

@@ -16,9 +16,10 @@ use talaria_profile::settings::default_context_window;
 use talaria_profile::{McpServerConfig, Overrides, ProfileHome, Settings, SettingsError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::editor::EditorBridge;
 use crate::sink::{CallIds, UpdateSink, tool_start};
 use crate::types::{
-    ClientMcp, CommandInfo, Outbound, PermissionAnswer, PermissionAsk, Stop, Update,
+    ClientMcp, CommandInfo, EditorOffers, Outbound, PermissionAnswer, PermissionAsk, Stop, Update,
 };
 
 /// Where a session runs and what it starts from.
@@ -30,6 +31,8 @@ pub struct SessionSpec {
     pub mcp: Vec<ClientMcp>,
     /// Continue this stored session.
     pub resume: Option<String>,
+    /// What the editor does for tools (files, terminal).
+    pub offers: EditorOffers,
 }
 
 /// A job for the session's thread.
@@ -232,11 +235,17 @@ async fn build(
         out: out.clone(),
         calls: calls.clone(),
     });
+    let offers = spec.offers;
+    let editor = (offers.files || offers.terminal).then(|| {
+        Arc::new(EditorBridge::new(out.clone(), calls.clone(), offers))
+            as Arc<dyn talaria_plugin_host::Editor>
+    });
     let options = AgentOptions {
         surface: Surface::Editor,
         cwd: spec.cwd.clone(),
         approver,
         resume,
+        editor,
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

@@ -322,6 +322,7 @@ impl Runner {
             cwd: self.cwd.clone(),
             approver: Arc::new(DenyAll),
             resume: Some(session_id),
+            editor: None,
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

@@ -117,6 +117,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         cwd: cwd.clone(),
         approver,
         resume: resume.clone(),
+        editor: None,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

@@ -258,6 +258,7 @@ async fn run_agent(
         cwd,
         approver: Arc::new(DenyAll),
         resume,
+        editor: None,
     };
     let mut agent = Agent::build(&settings, &home, options)
         .await

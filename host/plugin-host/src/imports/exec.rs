@@ -8,12 +8,14 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use talaria_approval::{ApprovalPolicy, DenyAll};
 use talaria_exec::{
-    ExecError, ExecOrigin, ExecRequest, Executor, GatedExecutor, LocalBackend, ProcessTable,
+    CwdKind, ExecError, ExecOrigin, ExecRequest, Executor, GatedExecutor, LocalBackend,
+    ProcessTable,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::bindings::HostError;
 use crate::bindings::talaria::plugin::{exec, process};
+use crate::imports::editor::Editor;
 use crate::log::{LogLevel, LogSource};
 use crate::state::HostCtx;
 
@@ -119,6 +121,19 @@ impl HostCtx {
         request
     }
 
+    /// The editor whose terminal runs `request`: only when the editor runs
+    /// commands, the backend is this machine unsandboxed (an editor's
+    /// terminal is no sandbox and no remote host, so it never stands in for
+    /// one) and nothing goes to stdin (a terminal takes none).
+    fn editor_terminal(&self, request: &ExecRequest) -> Option<Arc<dyn Editor>> {
+        let backend = self.plugin.exec.executor.backend();
+        let local = !backend.sandboxed() && backend.cwd_kind() == CwdKind::Host;
+        self.plugin
+            .editor
+            .clone()
+            .filter(|editor| editor.runs_commands() && local && request.stdin.is_none())
+    }
+
     fn note(&self, what: &str, request: &ExecRequest) {
         self.plugin.log.push(
             LogLevel::Info,
@@ -137,17 +152,29 @@ impl HostCtx {
 impl exec::Host for HostCtx {
     async fn run(&mut self, command: exec::Command) -> Result<exec::Output, HostError> {
         self.check_exec()?;
-        let request = self.request(command);
-        self.note("exec", &request);
+        let mut request = self.request(command);
         // Cancelling the plugin call drops this future, which kills the
-        // command's process group.
-        let output = self
-            .plugin
-            .exec
-            .executor
-            .execute(request, &self.origin(), &CancellationToken::new())
-            .await
-            .map_err(host_error)?;
+        // command (its process group, or the editor's terminal).
+        let output = match self.editor_terminal(&request) {
+            Some(editor) => {
+                self.note("exec in the editor's terminal:", &request);
+                let executor = &self.plugin.exec.executor;
+                executor
+                    .approve(&mut request, &self.origin())
+                    .await
+                    .map_err(host_error)?;
+                editor.run_command(&self.tool, &request).await
+            }
+            None => {
+                self.note("exec", &request);
+                self.plugin
+                    .exec
+                    .executor
+                    .execute(request, &self.origin(), &CancellationToken::new())
+                    .await
+            }
+        }
+        .map_err(host_error)?;
         Ok(exec::Output {
             status: output.status,
             stdout: output.stdout,

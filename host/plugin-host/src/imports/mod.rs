@@ -6,6 +6,7 @@ use crate::bindings::talaria::plugin::{host_types, types};
 use crate::state::HostCtx;
 
 pub(crate) mod config;
+pub(crate) mod editor;
 pub(crate) mod exec;
 pub(crate) mod http;
 pub(crate) mod kv;

@@ -236,6 +236,7 @@ impl Repl {
             cwd: self.cwd.clone(),
             approver: self.view.approver(),
             resume: resume.clone(),
+            editor: None,
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

@@ -40,6 +40,7 @@ async fn agent() -> TestAgent {
         cwd: dir.path().to_path_buf(),
         approver: Arc::new(talaria_approval::DenyAll),
         resume: None,
+        editor: None,
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {

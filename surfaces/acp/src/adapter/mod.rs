@@ -1,7 +1,10 @@
 //! The adapter over the `agent-client-protocol` crate (pinned in the root
 //! Cargo.toml: its API is rebuilt between majors). Only this module names its
 //! types: it turns requests into [`crate::worker`] jobs and the surface's
-//! [`Update`]s into `session/update` notifications.
+//! [`Update`]s into `session/update` notifications; `client` makes the
+//! requests a session's tools send to the editor (files, terminals).
+
+mod client;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,18 +31,22 @@ use futures::{SinkExt, StreamExt};
 use talaria_kernel::CancellationToken;
 use talaria_store::{ListQuery, SessionDb};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::AcpOptions;
 use crate::lines::bounded_lines;
 use crate::types::{
-    ClientMcp, Outbound, PermissionAnswer, PermissionAsk, PlanStatus, SessionListing, Stop,
-    ToolKind, Update,
+    ClientMcp, EditorOffers, Outbound, PermissionAnswer, PermissionAsk, PlanStatus, SessionListing,
+    Stop, ToolKind, Update,
 };
 use crate::worker::{self, Job, SessionSpec};
 
 /// Largest prompt accepted, in bytes of text.
 const MAX_PROMPT_BYTES: usize = 1024 * 1024;
+/// How long a turn's response waits for its editor work to finish (a
+/// cancelled command's kill and release).
+const EDITOR_GRACE: Duration = Duration::from_secs(5);
 /// How long the sessions get to end (plugins' session-end hooks, indexing) when the editor leaves.
 const END_GRACE: Duration = Duration::from_secs(10);
 
@@ -79,6 +86,8 @@ impl Session {
 
 struct State {
     options: AcpOptions,
+    /// What the editor offered in `initialize` for tools to use.
+    offers: Mutex<EditorOffers>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Sessions' threads report here when their agent has ended.
     ended: Mutex<Vec<oneshot::Receiver<()>>>,
@@ -109,6 +118,7 @@ where
     let outgoing = frames_tx.sink_map_err(std::io::Error::other);
     let state = Arc::new(State {
         options,
+        offers: Mutex::new(EditorOffers::default()),
         sessions: Mutex::new(HashMap::new()),
         ended: Mutex::new(Vec::new()),
     });
@@ -149,6 +159,7 @@ async fn connection(
     state: Arc<State>,
     transport: impl agent_client_protocol::ConnectTo<Agent> + 'static,
 ) -> Result<(), Error> {
+    let s_init = state.clone();
     let s_new = state.clone();
     let s_load = state.clone();
     let s_resume = state.clone();
@@ -161,7 +172,14 @@ async fn connection(
         .on_receive_request(
             // Protocol v1 whatever the client asks for: the only version this side speaks
             // (a client that cannot speak it disconnects, as the protocol says).
-            async move |_request: InitializeRequest, responder, _cx| {
+            async move |request: InitializeRequest, responder, _cx| {
+                let offered = &request.client_capabilities;
+                if let Ok(mut offers) = s_init.offers.lock() {
+                    *offers = EditorOffers {
+                        files: offered.fs.read_text_file && offered.fs.write_text_file,
+                        terminal: offered.terminal,
+                    };
+                }
                 responder.respond(initialize_response())
             },
             agent_client_protocol::on_receive_request!(),
@@ -387,6 +405,7 @@ fn spec(
         cwd,
         mcp,
         resume,
+        offers: state.offers.lock().map(|o| *o).unwrap_or_default(),
     })
 }
 
@@ -450,6 +469,9 @@ async fn forward(
     id: String,
     mut out: mpsc::UnboundedReceiver<Outbound>,
 ) -> Result<(), Error> {
+    // Editor work still finishing (a cancelled command being killed and
+    // released): a turn's response waits for it.
+    let mut editor_work: Vec<oneshot::Receiver<()>> = Vec::new();
     while let Some(item) = out.recv().await {
         match item {
             Outbound::Update(update) => {
@@ -478,7 +500,20 @@ async fn forward(
                     Ok(())
                 });
             }
+            Outbound::Editor(call) => {
+                let (done, finished) = oneshot::channel();
+                editor_work.retain_mut(|work| matches!(work.try_recv(), Err(TryRecvError::Empty)));
+                editor_work.push(finished);
+                let work = client::serve(cx.clone(), id.clone(), call);
+                let _ = cx.spawn(async move {
+                    work.await?;
+                    let _ = done.send(());
+                    Ok(())
+                });
+            }
             Outbound::TurnEnded(result, ended) => {
+                let pending = futures::future::join_all(editor_work.drain(..));
+                let _ = tokio::time::timeout(EDITOR_GRACE, pending).await;
                 let _ = ended.send(result);
             }
         }
