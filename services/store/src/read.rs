@@ -71,6 +71,32 @@ impl SessionDb {
             }
         })
     }
+
+    /// Where the conversation of session `id` goes on now: its newest
+    /// continuation after a compression (a child of the same source; a
+    /// delegated task's child has source `child`), followed to the end;
+    /// `id` itself when it has none.
+    pub fn latest_continuation(&self, id: &str) -> Result<String> {
+        self.read(|tx| {
+            let mut statement = tx.prepare_cached(
+                "SELECT c.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id
+                 WHERE p.id = ?1 AND c.source = p.source
+                 ORDER BY c.created_at DESC, c.id DESC LIMIT 1",
+            )?;
+            let mut current = id.to_owned();
+            // Bounded: a corrupted store must not loop forever.
+            for _ in 0..10_000 {
+                match statement
+                    .query_row([&current], |row| row.get::<_, String>(0))
+                    .optional()?
+                {
+                    Some(next) if next != current => current = next,
+                    _ => break,
+                }
+            }
+            Ok(current)
+        })
+    }
 }
 
 /// The columns [`session_from_row`] reads, for a `sessions s` alias.

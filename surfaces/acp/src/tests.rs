@@ -380,3 +380,63 @@ async fn a_resumed_session_continues_the_conversation_and_is_listed() {
     let second = model.requests()[1].raw_body.clone();
     assert!(second.contains("remember the code word heron"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loading_a_compressed_session_goes_on_from_its_continuation_under_the_same_id() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::text("Noted."),
+        Step::text("Still heron."),
+    ]))
+    .unwrap();
+    let (id, _) = session(
+        options(home.path(), &model),
+        PermissionOptionKind::AllowOnce,
+        async |cx, _| {
+            let id = start(&cx, work.path()).await?;
+            prompt(&cx, &id, "the code word is heron").await?;
+            Ok(id)
+        },
+    )
+    .await;
+    // What a compression leaves: a continuation of the same source, holding the summary.
+    let db = talaria_store::SessionDb::open(ProfileHome::at(home.path()).session_db()).unwrap();
+    let first = db.session(&id).unwrap().unwrap();
+    let continuation = talaria_store::NewSession {
+        id: "continued".into(),
+        title: None,
+        source: first.source.clone(),
+        model: first.model.clone(),
+        cwd: first.cwd.clone(),
+        parent_session_id: Some(id.clone()),
+    };
+    db.ensure_session(&continuation).unwrap();
+    let summary = talaria_kernel::Message::user("[summary] the code word is heron");
+    let kept = talaria_kernel::Message::assistant("Summarised and continuing.");
+    db.append_batch("continued", &[summary, kept]).unwrap();
+
+    let (stop, seen) = session(
+        options(home.path(), &model),
+        PermissionOptionKind::AllowOnce,
+        async |cx, _| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            cx.send_request(LoadSessionRequest::new(id.clone(), work.path()))
+                .block_task()
+                .await?;
+            prompt(&cx, &id, "and now?").await
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        agent_text(&seen),
+        "Summarised and continuing.Still heron.",
+        "the replay is the continuation's, then the new answer"
+    );
+    let stored = db.messages("continued").unwrap();
+    assert_eq!(stored.len(), 4, "the new turn went on in the continuation");
+    assert_eq!(db.messages(&id).unwrap().len(), 2, "the first is unchanged");
+}

@@ -31,6 +31,9 @@ pub struct SessionSpec {
     pub mcp: Vec<ClientMcp>,
     /// Continue this stored session.
     pub resume: Option<String>,
+    /// The id the editor loaded or resumed the session by: its first stored
+    /// session, which `resume` may have continued after compressions.
+    pub editor_id: Option<String>,
     /// What the editor does for tools (files, terminal).
     pub offers: EditorOffers,
 }
@@ -52,7 +55,7 @@ pub enum Job {
 /// The connection's handle on a running session.
 #[derive(Debug)]
 pub struct Started {
-    /// The stored session's id, which is the ACP session id.
+    /// The stored session's id (a new session's ACP id).
     pub session_id: String,
     pub jobs: mpsc::UnboundedSender<Job>,
     pub notices: Vec<String>,

@@ -131,3 +131,40 @@ async fn errors_reach_the_kernel_as_its_store_error() {
     let error = store.append("e", &Message::user("x")).await.unwrap_err();
     assert!(error.to_string().contains("session"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_session_leads_to_its_newest_continuation_not_to_delegated_children() {
+    let t = test_db();
+    let db = Arc::new(talaria_store::SessionDb::open(&t.path).unwrap());
+    let meta = NewSession {
+        source: "acp".into(),
+        ..new_session("first", "/proj")
+    };
+    let store = SqliteSessionStore::new(db.clone(), meta);
+    store.append("first", &Message::user("hi")).await.unwrap();
+    assert_eq!(db.latest_continuation("first").unwrap(), "first");
+
+    // A delegated task's child is not where the conversation goes on.
+    let child = NewSession {
+        source: "child".into(),
+        parent_session_id: Some("first".into()),
+        ..new_session("delegated", "/proj")
+    };
+    db.ensure_session(&child).unwrap();
+    assert_eq!(db.latest_continuation("first").unwrap(), "first");
+
+    // Two compressions in a row: the chain is followed to its end.
+    let summary = [Message::user("[summary]")];
+    store
+        .continue_as("first", "second", &summary)
+        .await
+        .unwrap();
+    store
+        .continue_as("second", "third", &summary)
+        .await
+        .unwrap();
+    for id in ["first", "second", "third"] {
+        assert_eq!(db.latest_continuation(id).unwrap(), "third", "{id}");
+    }
+    assert_eq!(db.latest_continuation("no-such").unwrap(), "no-such");
+}

@@ -380,31 +380,37 @@ fn spec(
         .iter()
         .map(client_mcp)
         .collect::<Result<Vec<_>, _>>()?;
-    let resume = match resume {
-        Some(id) => {
-            let db = SessionDb::open(state.options.home.session_db())
-                .map_err(|e| internal(format!("cannot open the session store: {e}")))?;
-            // Exact ids only: an editor names sessions it was given.
-            match db.resolve_id(&id) {
-                Ok(found) if found == id => Some(found),
-                _ => return Err(acp::Error::session_not_found(id).into()),
-            }
-        }
-        None => None,
-    };
-    if let Some(id) = &resume
+    let editor_id = resume.clone();
+    if let Some(id) = &editor_id
         && state.session(id).is_some()
     {
         return Err(invalid(format!(
             "session {id} is already open on this connection"
         )));
     }
+    let resume = match resume {
+        Some(id) => {
+            let db = SessionDb::open(state.options.home.session_db())
+                .map_err(|e| internal(format!("cannot open the session store: {e}")))?;
+            // Exact ids only: an editor names sessions it was given. The id stays the
+            // editor's; the conversation goes on where compressions continued it.
+            match db.resolve_id(&id) {
+                Ok(found) if found == id => Some(
+                    db.latest_continuation(&found)
+                        .map_err(|e| internal(format!("cannot read the session store: {e}")))?,
+                ),
+                _ => return Err(acp::Error::session_not_found(id).into()),
+            }
+        }
+        None => None,
+    };
     Ok(SessionSpec {
         home: state.options.home.clone(),
         overrides: state.options.overrides.clone(),
         cwd,
         mcp,
         resume,
+        editor_id,
         offers: state.offers.lock().map(|o| *o).unwrap_or_default(),
     })
 }
@@ -443,8 +449,9 @@ async fn open(
     cx: &ConnectionTo<Client>,
 ) -> Result<String, Error> {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let editor_id = spec.editor_id.clone();
     let started = worker::start(spec, out_tx).await.map_err(internal)?;
-    let id = started.session_id.clone();
+    let id = editor_id.unwrap_or_else(|| started.session_id.clone());
     for notice in &started.notices {
         eprintln!("talaria acp: session {id}: {notice}");
     }
