@@ -22,6 +22,7 @@ mod run;
 mod serve_cmd;
 mod sessions_cmd;
 mod setup;
+mod shutdown;
 mod skills_cmd;
 mod skins;
 

@@ -56,7 +56,7 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
                 ..HttpOptions::new(addr, key)
             };
             let shutdown = CancellationToken::new();
-            stop_on_signals(shutdown.clone());
+            crate::shutdown::stop_on_signals(shutdown.clone(), "mcp serve");
             talaria_mcp_serve::serve_http(options, http, shutdown).await
         }
     };
@@ -68,26 +68,4 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
             Status::Failed
         }
     }
-}
-
-/// Cancels `shutdown` on SIGINT or SIGTERM.
-fn stop_on_signals(shutdown: CancellationToken) {
-    use std::io::Write;
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return;
-    };
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-        // Cancelled first, and no eprintln! (it panics when stderr is gone, as
-        // for a server whose parent died): the server must stop regardless.
-        shutdown.cancel();
-        let _ = writeln!(std::io::stderr(), "talaria mcp serve: stopping");
-    });
 }

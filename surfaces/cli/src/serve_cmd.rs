@@ -83,7 +83,7 @@ pub async fn run(args: ServeArgs, home: &ProfileHome) -> Status {
         max_connections: 256,
     };
     let shutdown = CancellationToken::new();
-    stop_on_signals(shutdown.clone());
+    crate::shutdown::stop_on_signals(shutdown.clone(), "serve");
     match talaria_api_server::serve(options, shutdown).await {
         Ok(()) => Status::Answered,
         Err(ServeError::Config(message)) => usage_error(&message),
@@ -92,25 +92,4 @@ pub async fn run(args: ServeArgs, home: &ProfileHome) -> Status {
             Status::Failed
         }
     }
-}
-
-/// Cancels `shutdown` on SIGINT or SIGTERM.
-fn stop_on_signals(shutdown: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return;
-    };
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-        // Cancelled first: stderr may be gone (a parent that died), and the
-        // server must stop regardless.
-        shutdown.cancel();
-        talaria_api_server::log(format_args!("stopping"));
-    });
 }
