@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_approval::{ApprovalRequest, Approver, Decision};
-use talaria_commands::{BUILTINS, Context, Effect, Pending, Registry, SkillCommand, Surfaces};
+use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
 use talaria_kernel::{CancellationToken, Exit, Role};
 use talaria_profile::settings::default_context_window;
 use talaria_profile::{McpServerConfig, Overrides, ProfileHome, Settings, SettingsError};
@@ -259,23 +259,6 @@ async fn build(
     Ok((agent, u64::from(window)))
 }
 
-/// The commands an editor can run: the registry's ACP rows, the plugins' and the skills.
-fn registry_for(agent: &Agent) -> Registry {
-    let mut registry = Registry::new(BUILTINS, Surfaces::ACP);
-    let _ = registry.add_plugin_commands(agent.plugin_commands());
-    registry.add_skills(
-        agent
-            .skills()
-            .into_iter()
-            .map(|s| SkillCommand {
-                name: s.name,
-                description: s.description,
-            })
-            .collect(),
-    );
-    registry
-}
-
 fn command_list(registry: &Registry) -> Vec<CommandInfo> {
     registry
         .commands()
@@ -304,7 +287,7 @@ async fn run(
     };
     let (jobs_tx, mut jobs) = mpsc::unbounded_channel();
     let (ended_tx, ended) = oneshot::channel();
-    let registry = registry_for(&agent);
+    let registry = Registry::for_session(&agent, Surfaces::ACP);
     let mut worker = Worker {
         out,
         calls,
@@ -454,7 +437,7 @@ impl Worker {
         self.agent = agent;
         self.window = window;
         self.pending = Pending::default();
-        self.registry = registry_for(&self.agent);
+        self.registry = Registry::for_session(&self.agent, Surfaces::ACP);
         self.advertise();
         self.send(Update::AgentText(format!(
             "Now in session {}.",

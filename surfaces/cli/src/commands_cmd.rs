@@ -7,7 +7,6 @@ use talaria_profile::{ProfileHome, Settings};
 
 use crate::args::SlashCommandArgs;
 use crate::exit::{Status, usage_error};
-use crate::repl::registry_for;
 
 /// Lists the commands of `surface`: with a configured model, the session's
 /// plugin commands and skills too; otherwise the built-ins (with a note).
@@ -38,7 +37,7 @@ pub async fn run(args: SlashCommandArgs, home: &ProfileHome) -> Status {
 
 async fn session_registry(home: &ProfileHome, surface: Surfaces) -> Result<Registry, String> {
     let agent = terminal_session(home).await?;
-    Ok(registry_for(&agent, surface))
+    Ok(Registry::for_session(&agent, surface))
 }
 
 /// The agent a terminal session would start with (nothing is sent to the model), for

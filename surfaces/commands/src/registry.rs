@@ -38,6 +38,25 @@ const CATEGORY_ORDER: &[&str] = &[
 ];
 
 impl Registry {
+    /// The commands of `agent`'s session on `surface`: the built-ins, the
+    /// plugins' commands and the skills.
+    pub fn for_session(agent: &talaria_agent::Agent, surface: Surfaces) -> Self {
+        let mut registry = Self::new(crate::BUILTINS, surface);
+        // Clashes were reported when the plugins loaded.
+        let _ = registry.add_plugin_commands(agent.plugin_commands());
+        registry.add_skills(
+            agent
+                .skills()
+                .into_iter()
+                .map(|s| SkillCommand {
+                    name: s.name,
+                    description: s.description,
+                })
+                .collect(),
+        );
+        registry
+    }
+
     /// The built-in commands offered on `surface`.
     pub fn new(builtins: &[Builtin], surface: Surfaces) -> Self {
         Self {

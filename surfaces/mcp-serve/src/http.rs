@@ -16,15 +16,14 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use talaria_http_listener::{Limits, accept};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::ServeError;
@@ -455,38 +454,15 @@ pub async fn serve(
             }
         })
     };
-    let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
-    loop {
-        let Ok(permit) = connections.clone().acquire_owned().await else {
-            break;
-        };
-        let accepted = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                // Out of descriptors and the like: wait instead of spinning.
-                eprintln!("talaria mcp serve: accept failed: {error}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
+    let limits = Limits {
+        max_connections: options.max_connections,
+        read_timeout: options.read_timeout,
+    };
+    accept(listener, limits, shutdown, "mcp serve", || {
         let front = front.clone();
-        let read_timeout = options.read_timeout;
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| front.clone().handle(request));
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(read_timeout)
-                .max_buf_size(64 * 1024)
-                .serve_connection(TokioIo::new(stream), service);
-            // A client that hangs up or is cut off ends only its own connection.
-            let _ = connection.await;
-            drop(permit);
-        });
-    }
+        hyper::service::service_fn(move |request| front.clone().handle(request))
+    })
+    .await;
     reaper.abort();
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use talaria_agent::{Agent, AgentOptions, Surface};
-use talaria_commands::{BUILTINS, Context, Effect, Pending, Registry, SkillCommand, Surfaces};
+use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
 use talaria_kernel::{CancellationToken, Exit};
 use talaria_profile::{ProfileHome, Settings};
 use talaria_tui::SkinCatalog;
@@ -77,7 +77,7 @@ impl Repl {
         view: Arc<View>,
         completion: Arc<Mutex<CompletionSource>>,
     ) -> Self {
-        let registry = Arc::new(registry_for(&agent, Surfaces::CLI));
+        let registry = Arc::new(Registry::for_session(&agent, Surfaces::CLI));
         let mut repl = Self {
             home,
             cwd,
@@ -250,7 +250,7 @@ impl Repl {
         self.agent = agent;
         self.settings = settings;
         self.pending = Pending::default();
-        self.registry = Arc::new(registry_for(&self.agent, Surfaces::CLI));
+        self.registry = Arc::new(Registry::for_session(&self.agent, Surfaces::CLI));
         self.refresh_completion();
         for notice in self.agent.notices() {
             self.view.notice(&format!("note: {notice}"));
@@ -346,24 +346,6 @@ impl Repl {
         self.agent.end_session().await;
         self.view.farewell();
     }
-}
-
-/// The registry of a session: built-ins, the plugins' commands, the skills.
-pub fn registry_for(agent: &Agent, surface: Surfaces) -> Registry {
-    let mut registry = Registry::new(BUILTINS, surface);
-    // Clashes were reported when the plugins loaded.
-    let _ = registry.add_plugin_commands(agent.plugin_commands());
-    registry.add_skills(
-        agent
-            .skills()
-            .into_iter()
-            .map(|s| SkillCommand {
-                name: s.name,
-                description: s.description,
-            })
-            .collect(),
-    );
-    registry
 }
 
 /// Settings for the next session: the command line, then the pending changes.
