@@ -43,16 +43,9 @@ impl KeyGate {
 
     /// The caller's key from `Authorization: Bearer …`, checked.
     pub fn check(&self, headers: &HeaderMap) -> Result<KeyId, ApiError> {
-        let given = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                let (scheme, key) = value.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
-            })
-            .ok_or_else(|| {
-                ApiError::unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-            })?;
+        let given = talaria_http_listener::bearer_token(headers).ok_or_else(|| {
+            ApiError::unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+        })?;
         let digest: [u8; 32] = Sha256::digest(given.as_bytes()).into();
         if !same(&digest, &self.digest) {
             return Err(ApiError::unauthorized("incorrect API key"));

@@ -92,16 +92,25 @@ fn parse(body: &Value) -> Result<(Options, Conversation), ApiError> {
     ))
 }
 
+/// `work` (on the session map: SQLite) off the async threads; a failure is a 500.
+async fn blocking<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::server(e.to_string()))?
+        .map_err(|e| ApiError::server(e.to_string()))
+}
+
 /// The session a previous response belongs to.
 async fn previous_session(state: &Shared, key: &KeyId, id: &str) -> Result<String, ApiError> {
     let found = {
         let state = state.clone();
         let key = key.clone();
         let id = id.to_owned();
-        tokio::task::spawn_blocking(move || state.runner.map.response(&key, &id))
-            .await
-            .map_err(|e| ApiError::server(e.to_string()))?
-            .map_err(|e| ApiError::server(e.to_string()))?
+        blocking(move || state.runner.map.response(&key, &id)).await?
     };
     found
         .map(|(session, _)| session)
@@ -405,14 +414,11 @@ pub async fn fetch(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let key = state.gate.check(&headers)?;
-    let found = tokio::task::spawn_blocking({
-        let state = state.clone();
+    let found = blocking({
         let id = id.clone();
         move || state.runner.map.response(&key, &id)
     })
-    .await
-    .map_err(|e| ApiError::server(e.to_string()))?
-    .map_err(|e| ApiError::server(e.to_string()))?;
+    .await?;
     match found {
         Some((session, object)) => {
             Ok((request::session_header(&session), axum::Json(object)).into_response())
@@ -428,14 +434,11 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let key = state.gate.check(&headers)?;
-    let deleted = tokio::task::spawn_blocking({
-        let state = state.clone();
+    let deleted = blocking({
         let id = id.clone();
         move || state.runner.map.delete_response(&key, &id)
     })
-    .await
-    .map_err(|e| ApiError::server(e.to_string()))?
-    .map_err(|e| ApiError::server(e.to_string()))?;
+    .await?;
     if !deleted {
         return Err(ApiError::not_found(format!("no stored response '{id}'")));
     }

@@ -3,8 +3,7 @@
 //! `shutdown`).
 
 use hyper_util::service::TowerToHyperService;
-use talaria_http_listener::{Limits, accept};
-use tokio::net::TcpListener;
+use talaria_http_listener::{Limits, accept, bind};
 use tokio_util::sync::CancellationToken;
 
 use crate::{ServeError, ServeOptions};
@@ -13,16 +12,12 @@ use crate::{ServeError, ServeOptions};
 /// stderr (`talaria serve: listening on http://ADDR`), so port 0 works.
 pub async fn serve(options: ServeOptions, shutdown: CancellationToken) -> Result<(), ServeError> {
     let router = crate::router(&options)?;
-    let listener = TcpListener::bind(options.addr)
+    let (listener, addr) = bind(options.addr)
         .await
         .map_err(|source| ServeError::Bind {
             addr: options.addr,
             source,
         })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: options.addr,
-        source,
-    })?;
     crate::log(format_args!("listening on http://{addr}"));
     let limits = Limits {
         max_connections: options.max_connections,

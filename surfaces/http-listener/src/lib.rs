@@ -6,6 +6,7 @@
 
 use std::error::Error;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +27,25 @@ pub struct Limits {
     pub max_connections: usize,
     /// How long a client may take to send its headers.
     pub read_timeout: Duration,
+}
+
+/// Listens on `addr`; returns the listener and the address it got (port 0
+/// picks a free one).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    Ok((listener, bound))
+}
+
+/// The key of an `Authorization: Bearer <key>` header (the scheme in any case).
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, key) = value.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+        })
 }
 
 /// Serves each connection accepted on `listener` with a service from
@@ -105,10 +125,24 @@ mod tests {
         text
     }
 
+    #[test]
+    fn the_bearer_token_is_read_in_any_case_of_the_scheme() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(bearer_token(&headers), None);
+        for (value, token) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer  abc ", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer", None),
+        ] {
+            headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+            assert_eq!(bearer_token(&headers), token, "{value}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn serves_caps_connections_cuts_stalled_clients_and_stops() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let shutdown = CancellationToken::new();
         let limits = Limits {
             max_connections: 1,

@@ -92,13 +92,7 @@ impl Gate {
                 )));
             }
         }
-        let given = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| {
-                let (scheme, key) = value.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
-            });
+        let given = talaria_http_listener::bearer_token(headers);
         let Some(given) = given else {
             return Err(Refusal::Unauthorized(
                 "missing bearer key: send 'Authorization: Bearer <key>'",

@@ -22,8 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use talaria_http_listener::{Limits, accept};
-use tokio::net::TcpListener;
+use talaria_http_listener::{Limits, accept, bind};
 use tokio_util::sync::CancellationToken;
 
 use crate::ServeError;
@@ -398,16 +397,12 @@ pub async fn serve(
             options.addr
         )));
     }
-    let listener = TcpListener::bind(options.addr)
+    let (listener, addr) = bind(options.addr)
         .await
         .map_err(|source| ServeError::Bind {
             addr: options.addr,
             source,
         })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: options.addr,
-        source,
-    })?;
     let mut sessions = LocalSessionManager::default();
     // Idle sessions are closed by `expire_idle`, which knows about runs in
     // progress; rmcp's own timer would end a session in the middle of a long run.
