@@ -26,6 +26,8 @@ mod mcp;
 mod mcp_serve;
 #[path = "all/model_errors.rs"]
 mod model_errors;
+#[path = "all/pairing.rs"]
+mod pairing;
 #[path = "all/plugin_group.rs"]
 mod plugin_group;
 #[cfg(any(feature = "extism", feature = "native"))]

@@ -76,6 +76,11 @@ impl ProfileHome {
         self.root.join("approvals.toml")
     }
 
+    /// Chat-platform pairings: codes waiting for the owner and the users they paired.
+    pub fn pairing_dir(&self) -> PathBuf {
+        self.root.join("pairing")
+    }
+
     /// Per-session files (spilled tool output): `sessions/<id>/`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")
@@ -162,6 +167,7 @@ impl ProfileHome {
             config.with_extension("yaml.bak"),
             config,
             self.approvals_file(),
+            self.pairing_dir(),
             self.root.join("plugin-grants.yaml"),
             self.root.join("plugin-grants.v1.yaml"),
             self.root.join("trusted-dirs"),
@@ -205,6 +211,7 @@ mod tests {
             "config.yaml.bak",
             ".env",
             "approvals.toml",
+            "pairing",
             "plugin-grants.yaml",
             "trusted-dirs",
             "SOUL.md",

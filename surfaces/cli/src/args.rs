@@ -55,6 +55,9 @@ pub enum Command {
     /// Build slim custom distributions from a dist.toml.
     #[command(subcommand)]
     Dist(DistCommand),
+    /// Chat-platform pairings: list the requests and paired users, approve a code, revoke a user.
+    #[command(subcommand)]
+    Pairing(PairingCommand),
     /// Serve an editor's agent panel over the Agent Client Protocol on stdin/stdout.
     Acp(AcpArgs),
     /// Serve an OpenAI-compatible API (chat completions, responses, models) on
@@ -227,6 +230,27 @@ pub enum SkinCommand {
     Use {
         /// Skin name.
         name: String,
+    },
+}
+
+/// `talaria pairing …`.
+#[derive(Debug, Subcommand)]
+pub enum PairingCommand {
+    /// The pairing requests waiting for approval and the paired users.
+    List,
+    /// Pair the user who was given CODE on PLATFORM.
+    Approve {
+        /// The platform (telegram, irc, …).
+        platform: String,
+        /// The code the user was given.
+        code: String,
+    },
+    /// Unpair USER_ID on PLATFORM.
+    Revoke {
+        /// The platform.
+        platform: String,
+        /// The user's id on the platform.
+        user_id: String,
     },
 }
 

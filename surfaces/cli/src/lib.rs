@@ -11,6 +11,7 @@ mod exit;
 mod import_cmd;
 mod mcp_cmd;
 mod mcp_serve_cmd;
+mod pairing_cmd;
 mod plugin_dev;
 mod plugin_registry;
 mod plugin_templates;
@@ -135,6 +136,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Import(command)) => import_cmd::run(command, &home),
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
+            Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
             Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
             // Before the config is read: a broken profile still serves (runs report it).
             Some(args::Command::Mcp(args::McpCommand::Serve(serve_args))) => {
