@@ -264,12 +264,12 @@ mod tests {
         assert!(messages.len() >= 3, "{messages:#?}");
         assert!(messages[1].starts_with("```rust\n"), "{messages:#?}");
         assert!(messages[0].ends_with("```"), "{messages:#?}");
-        let lines: Vec<&str> = messages
+        let lines = messages
             .iter()
             .flat_map(|m| m.lines())
             .filter(|l| l.starts_with("let "))
-            .collect();
-        assert_eq!(lines.len(), 20, "every code line kept once");
+            .count();
+        assert_eq!(lines, 20, "every code line kept once");
         assert!(messages.last().unwrap().ends_with("Done."));
     }
 
