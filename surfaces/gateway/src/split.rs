@@ -52,6 +52,7 @@ pub fn split_message(text: &str, limit: usize, measure: Measure) -> Vec<String> 
         messages: Vec::new(),
         current: String::new(),
         fence: None,
+        closes_block: false,
     };
     for line in text.split_inclusive('\n') {
         out.push_line(line);
@@ -66,12 +67,14 @@ struct Splitter {
     current: String,
     /// The opening line of the code block `current` is inside, if any.
     fence: Option<String>,
+    /// The line being placed closes that block (no room is kept to close it).
+    closes_block: bool,
 }
 
 impl Splitter {
     /// What closing an open block at a cut adds.
     fn closing(&self) -> usize {
-        if self.fence.is_some() {
+        if self.fence.is_some() && !self.closes_block {
             self.measure.of("\n```")
         } else {
             0
@@ -97,6 +100,10 @@ impl Splitter {
         } else {
             line
         };
+        self.closes_block = self
+            .fence
+            .as_deref()
+            .is_some_and(|open| opens_fence(line) && fence_marker(open) == fence_marker(line));
         let mut rest = line;
         while !rest.is_empty() {
             if self.measure.of(rest) <= self.room() {
@@ -287,6 +294,17 @@ mod tests {
         let messages = split_message(&word, 64, Measure::Chars);
         check(&messages, 64, Measure::Chars);
         assert_eq!(messages.concat(), word);
+    }
+
+    #[test]
+    fn a_closing_fence_that_just_fits_stays_in_its_message() {
+        // 5 code lines of 10 characters: the closing fence fills the message exactly.
+        let text = format!("```\n{}```\nafter\n", "123456789\n".repeat(5));
+        let limit = text.chars().count() - "after\n".len();
+        let messages = split_message(&text, limit.max(MIN_LIMIT), Measure::Chars);
+        assert_eq!(messages.len(), 2, "{messages:#?}");
+        assert!(messages[0].ends_with("123456789\n```"), "{messages:#?}");
+        assert_eq!(messages[1], "after");
     }
 
     #[test]
