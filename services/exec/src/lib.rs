@@ -38,6 +38,7 @@ pub use processes::{ProcessChunk, ProcessInfo, ProcessTable};
 pub use runner::run;
 pub use shell::shell_quote;
 pub use supervisor::{SUPERVISE_ARG, enable_supervisor, protect_agent_process, supervise_main};
+pub use workspace::lexical;
 
 /// Environment variables passed from the host's environment to local and
 /// bwrap commands; everything else (API keys, tokens…) is scrubbed unless a

@@ -62,7 +62,7 @@ pub(crate) fn place(cwd: &Path, workspace: &Path, kind: CwdKind) -> Result<Place
 }
 
 /// `path` with `.` dropped and `..` applied to what precedes it (never above `/`).
-fn lexical(path: &Path) -> PathBuf {
+pub fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -3,7 +3,7 @@
 //! implements, and the `editor` import that lets file plugins read and write
 //! through it, checked against their filesystem grants exactly as WASI is.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use talaria_exec::{ExecError, ExecOutput, ExecRequest};
@@ -49,8 +49,10 @@ impl HostCtx {
     /// never asked for a file the plugin could not open itself.
     fn editor_path(&self, path: &str, access: Access) -> Result<PathBuf, HostError> {
         let denied = |why: String| HostError::Denied(format!("{}: {why}", self.plugin.name));
-        let lexical = normalize(Path::new(path))
-            .ok_or_else(|| denied(format!("{path} is not an absolute path")))?;
+        if !Path::new(path).is_absolute() {
+            return Err(denied(format!("{path} is not an absolute path")));
+        }
+        let lexical = talaria_exec::lexical(Path::new(path));
         let real = resolve_existing(&lexical);
         let sandbox = Sandbox::resolve(&self.plugin, self.cwd.as_deref()).map_err(denied)?;
         let granted = sandbox
@@ -88,24 +90,6 @@ impl HostCtx {
     fn editor_files(&self) -> Option<&std::sync::Arc<dyn Editor>> {
         self.plugin.editor.as_ref().filter(|e| e.serves_files())
     }
-}
-
-/// `path` with `.` and `..` resolved lexically; `None` unless absolute.
-fn normalize(path: &Path) -> Option<PathBuf> {
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
 
 /// `path` with its longest existing ancestor canonicalized (symlinks
