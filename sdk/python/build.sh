@@ -37,10 +37,15 @@ if [[ "$found" != "$componentize_py_version" ]]; then
   echo "warning: componentize-py $found found; this template was tested with $componentize_py_version" >&2
 fi
 
+# The WIT world to build: `world` under [tool.talaria] in pyproject.toml
+# (a chat adapter names its own, in wit/world.wit), else a tool plugin's.
+world=$(sed -n '/^\[tool\.talaria\]/,/^\[/s/^world[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' pyproject.toml 2>/dev/null | head -n 1)
+world=${world:-tool-plugin}
+
 mkdir -p build
 # Only this directory is the app's Python path: whatever virtualenv the
 # toolchain lives in stays out of the component.
-env -u VIRTUAL_ENV "$componentize_py" -d wit -w tool-plugin componentize app -p . -o build/plugin.wasm >/dev/null
+env -u VIRTUAL_ENV "$componentize_py" -d wit -w "$world" componentize app -p . -o build/plugin.wasm >/dev/null
 
 # A component starts with "\0asm" and the component layer 0d 00 01 00.
 header=$(head -c 8 build/plugin.wasm | od -An -tx1 | tr -d ' \n')

@@ -42,7 +42,7 @@ fn toolchains() -> PathBuf {
 
 /// Installs the pinned toolchains (a fast no-op when present). A failure
 /// fails the test: these tests never skip.
-fn ensure_toolchains() {
+pub(crate) fn ensure_toolchains() {
     static READY: OnceLock<Result<(), String>> = OnceLock::new();
     let ready = READY.get_or_init(|| {
         let output = Command::new(repo().join("scripts/plugin-toolchains"))
@@ -140,11 +140,12 @@ fn cache_key(project: &Path) -> String {
 }
 
 /// Builds the project (or takes the component built from the same sources
-/// before) into `project/dist/<name>`. Returns how long the build took, or
+/// before) into `project/dist/<name>`, caching it under `cache` (one
+/// template's builds: the last is kept). Returns how long the build took, or
 /// `None` when it came from the cache.
-fn build(home: &Home, project: &Path, lang: &str, name: &str) -> Option<Duration> {
+pub(crate) fn build(home: &Home, project: &Path, cache: &str, name: &str) -> Option<Duration> {
     let key = cache_key(project);
-    let lang_cache = repo().join("target/lang-plugins").join(lang);
+    let lang_cache = repo().join("target/lang-plugins").join(cache);
     let cached = lang_cache.join(&key);
     let package = project.join("dist").join(name);
     if cached.join("plugin.wasm").is_file() {
@@ -158,7 +159,11 @@ fn build(home: &Home, project: &Path, lang: &str, name: &str) -> Option<Duration
         // Zig's compiled standard library, shared by every build.
         .env("ZIG_GLOBAL_CACHE_DIR", toolchains().join("zig-cache"));
     let started = Instant::now();
-    let output = run_within(command, BUILD_LIMIT, &format!("building the {lang} plugin"));
+    let output = run_within(
+        command,
+        BUILD_LIMIT,
+        &format!("building the {cache} plugin"),
+    );
     let took = started.elapsed();
     assert_code(&output, 0);
     let out = stdout(&output);
@@ -327,7 +332,8 @@ fn bench(home: &Home, case: &Case) -> Bench {
 
 /// One language at a time: compiling a big component takes both cores, and
 /// the timings printed should not include another test's compilation.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Held while a template is built and run: one heavy build at a time.
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 fn check_language(case: &Case) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);

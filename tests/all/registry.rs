@@ -151,7 +151,7 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     assert_code(&output, 1);
     assert_contains(
         &stderr(&output),
-        "1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.1",
+        "1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.2",
     );
 
     let output = run(home.talaria(&["plugin", "install", "noop@=1.0.0"]));
@@ -491,7 +491,7 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
     assert_code(&output, 0);
     let text = stdout(&output);
     assert!(
-        text.starts_with("noop is not installed here (installed: fs, terminal)."),
+        text.starts_with("noop is not installed here (installed: fs, irc, telegram, terminal)."),
         "{text}"
     );
     assert!(text.contains("license:   MIT"), "{text}");
@@ -619,7 +619,7 @@ fn plugin_info_and_list_show_the_installed_plugin_and_its_index() {
     assert_code(&output, 2);
     assert_contains(
         &stderr(&output),
-        "no plugin named 'nothing-here' (installed: fs, terminal, noop), \
+        "no plugin named 'nothing-here' (installed: fs, irc, telegram, terminal, noop), \
          and no configured index lists it",
     );
 }

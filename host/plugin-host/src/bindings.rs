@@ -1,4 +1,4 @@
-//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.1`).
+//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.2`).
 //!
 //! Imports are async (exec awaits a child process); exports are called with
 //! `call_*` async methods on a fiber, so epoch ticks can yield. The
@@ -67,3 +67,29 @@ export_world!(
     platform_world,
     "platform-plugin"
 );
+
+/// The `chat-adapter-plugin` world (0.1.2): the host imports of the other
+/// worlds, `chat-host`, and the `connection` resource. Its `wasi:io` types
+/// are wasmtime-wasi's, so a `host-work` pollable and a TLS stream are the
+/// same resources WASI's sockets hand out.
+pub(crate) mod chat_world {
+    wasmtime::component::bindgen!({
+        world: "chat-adapter-plugin",
+        path: "../../wit/plugin",
+        // A full resource table is a trap, not a value the guest could handle.
+        imports: { "talaria:plugin/chat-host": async | trappable, default: async },
+        exports: { default: async },
+        with: {
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
+        },
+    });
+}

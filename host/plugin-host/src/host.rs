@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use wasmtime::Engine;
-use wasmtime::component::Linker;
+use wasmtime::component::{HasSelf, Linker};
 
-use crate::bindings::ToolPlugin;
+use crate::bindings::{ToolPlugin, chat_world};
 use crate::cache::{CompileCache, error_text};
 use crate::engine;
 use crate::error::{HostError, LoadError};
+use crate::imports::chat::TlsClient;
 use crate::imports::editor::Editor;
 use crate::imports::exec::ExecServices;
 use crate::imports::kv::KvStore;
@@ -30,6 +31,10 @@ use talaria_plugin_manifest::{Capabilities, Grants, MANIFEST_FILE, Manifest};
 pub(crate) struct HostInner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<PluginState>,
+    /// `linker` plus `chat-host`, for components exporting `chat-adapter`.
+    pub(crate) chat_linker: Linker<PluginState>,
+    /// `tls-connect`'s client.
+    pub(crate) tls: Arc<TlsClient>,
     pub(crate) cache: CompileCache,
     data_dir: PathBuf,
     profile: String,
@@ -117,15 +122,28 @@ impl PluginHost {
         // checked against the plugin's network grants (none: all denied).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| HostError::Engine(error_text(&e)))?;
-        ToolPlugin::add_to_linker::<PluginState, wasmtime::component::HasSelf<HostCtx>>(
-            &mut linker,
-            |state| &mut state.host,
+        ToolPlugin::add_to_linker::<PluginState, HasSelf<HostCtx>>(&mut linker, |state| {
+            &mut state.host
+        })
+        .map_err(|e| HostError::Engine(error_text(&e)))?;
+        let mut chat_linker = linker.clone();
+        chat_world::talaria::plugin::chat_types::add_to_linker::<_, HasSelf<PluginState>>(
+            &mut chat_linker,
+            |state| state,
         )
+        .and_then(|()| {
+            chat_world::talaria::plugin::chat_host::add_to_linker::<_, HasSelf<PluginState>>(
+                &mut chat_linker,
+                |state| state,
+            )
+        })
         .map_err(|e| HostError::Engine(error_text(&e)))?;
         Ok(Self {
             inner: Arc::new(HostInner {
                 engine,
                 linker,
+                chat_linker,
+                tls: Arc::new(TlsClient::new(options.tls_ca_file)),
                 cache,
                 data_dir: options.data_dir,
                 profile: options.profile,
@@ -247,12 +265,45 @@ impl PluginHost {
                 None => PluginLog::default(),
             },
             kv,
-            net: NetPolicy::new(&caps.network),
+            net: NetPolicy::new(&caps.network, &manifest.config),
             exec: self.inner.exec.clone(),
             sessions: self.inner.sessions.clone(),
             editor: self.inner.editor.clone(),
             data_dir,
             caps,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A component importing `chat-host` links with the chat adapters'
+    /// linker only: every other plugin's linker lacks it.
+    #[test]
+    fn chat_host_is_linked_for_chat_adapters_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = HostOptions::new(dir.path().join("cache"), dir.path().join("data"));
+        let host = PluginHost::new(options).unwrap();
+        let wasm = wat::parse_str(
+            r#"(component
+                (import "wasi:io/poll@0.2.12" (instance $poll
+                    (export "pollable" (type (sub resource)))))
+                (alias export $poll "pollable" (type $pollable))
+                (import "talaria:plugin/chat-host@0.1.2" (instance
+                    (alias outer 1 $pollable (type $outer))
+                    (export "pollable" (type $p (eq $outer)))
+                    (export "host-work" (func (result (own $p)))))))"#,
+        )
+        .unwrap();
+        let component = wasmtime::component::Component::new(&host.inner.engine, wasm).unwrap();
+        match host.inner.linker.instantiate_pre(&component) {
+            Ok(_) => panic!("chat-host is linked for every plugin"),
+            Err(error) => assert!(error_text(&error).contains("chat-host"), "{error:?}"),
+        }
+        assert!(host.inner.chat_linker.instantiate_pre(&component).is_ok());
     }
 }

@@ -73,6 +73,7 @@ pub(crate) fn prepare(
             tool: call_for.tool.to_owned(),
         },
         timed_out: false,
+        chat: None,
     };
     let mut store = Store::new(inv.engine, state);
     store.limiter(|state| &mut state.limiter);

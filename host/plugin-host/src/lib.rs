@@ -18,6 +18,9 @@
 //!   [`PluginPlatformAdapters`] hold the memory and platform plugins (loaded
 //!   and checked, not called by sessions yet). [`PluginSets`] builds every
 //!   set, and [`LoadedPlugin::kind_statuses`] says what became of each kind.
+//! - [`PluginChatAdapters`] holds the chat adapters, one per platform, and a
+//!   [`ChatConnection`] holds one chat account open in a long-lived instance
+//!   (for a gateway), woken early through its [`HostWork`] signal.
 //!
 //! - With the `extism` feature, [`PluginHost::load`] also loads Extism
 //!   modules (`runtime = "extism"`) whose tools join [`PluginTools`], under
@@ -51,9 +54,18 @@ pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::host::PluginHost;
+pub use crate::imports::chat::HostWork;
 pub use crate::imports::editor::Editor;
 pub use crate::imports::exec::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::imports::session_search::{SessionHit, SessionSearch};
+pub use crate::kinds::chat::types::{
+    Attachment, Chat, ChatCapabilities, ChatDetails, ChatKind, InboundMessage, LengthUnit,
+    Outbound, SendOutcome, Sender, WebhookRequest, WebhookResponse,
+};
+pub use crate::kinds::chat::{
+    ChatAdapterInfo, ChatConnection, ChatError, NEXT_EVENTS_MARGIN, PluginChatAdapters,
+    config_section,
+};
 pub use crate::kinds::commands::{
     CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,
     valid_command_name,

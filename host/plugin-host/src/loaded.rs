@@ -156,6 +156,12 @@ impl LoadedPlugin {
             .map(|s| s.listed.as_str())
     }
 
+    /// The platform its chat adapter serves, as its `platform()` reported at
+    /// load (`None` unless it provides `chat`).
+    pub fn chat_platform(&self) -> Option<&str> {
+        self.inner.slots.chat.as_ref().map(|s| s.listed.as_str())
+    }
+
     /// Its log (plugin `log` calls, captured stdout/stderr, host notes).
     pub fn log(&self) -> &PluginLog {
         &self.inner.shared.log

@@ -36,6 +36,10 @@ pub struct HostOptions {
     /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
     /// after `cache_dir`. Never written at run time.
     pub prebuilt_dirs: Vec<PathBuf>,
+    /// A PEM file of CA certificates that chat adapters' `tls-connect`
+    /// trusts besides the webpki roots and the system's (which honour
+    /// `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -54,6 +58,7 @@ impl HostOptions {
             sessions: None,
             editor: None,
             prebuilt_dirs: Vec::new(),
+            tls_ca_file: None,
         }
     }
 
@@ -84,6 +89,12 @@ impl HostOptions {
     /// The same options with commands going to `exec`.
     pub fn with_exec(mut self, exec: ExecServices) -> Self {
         self.exec = Some(exec);
+        self
+    }
+
+    /// The same options with `tls-connect` also trusting the CAs in `path` (PEM).
+    pub fn with_tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls_ca_file = Some(path.into());
         self
     }
 

@@ -91,24 +91,30 @@ pub(crate) struct HostCtx {
     pub(crate) tool: String,
 }
 
-#[cfg(test)]
 impl PluginShared {
-    /// A copy to change in a test (the log and stores stay shared).
-    pub(crate) fn clone_for_tests(&self) -> Self {
+    /// A copy with `config` as its `[config]` (the log and stores stay shared).
+    pub(crate) fn with_config(&self, config: BTreeMap<String, String>) -> Self {
         Self {
             name: self.name.clone(),
             caps: self.caps.clone(),
             requested_env: self.requested_env.clone(),
-            config: self.config.clone(),
+            // `$config.<key>` grants follow the settings this instance runs with.
+            net: NetPolicy::new(&self.caps.network, &config),
+            config,
             limits: self.limits,
             log: self.log.clone(),
             kv: self.kv.clone(),
-            net: self.net.clone(),
             data_dir: self.data_dir.clone(),
             exec: self.exec.clone(),
             sessions: self.sessions.clone(),
             editor: self.editor.clone(),
         }
+    }
+
+    /// A copy to change in a test.
+    #[cfg(test)]
+    pub(crate) fn clone_for_tests(&self) -> Self {
+        self.with_config(self.config.clone())
     }
 }
 
@@ -213,6 +219,8 @@ pub(crate) struct PluginState {
     pub(crate) host: HostCtx,
     /// Set by the epoch callback when the call's deadline passed.
     pub(crate) timed_out: bool,
+    /// `chat-host`'s state, in the store of a chat connection only.
+    pub(crate) chat: Option<crate::imports::chat::ChatHostState>,
 }
 
 impl WasiHttpView for PluginState {

@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "all/chat.rs"]
+mod chat;
 #[path = "all/commands.rs"]
 mod commands;
 #[cfg(feature = "extism")]

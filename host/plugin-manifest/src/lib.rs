@@ -9,6 +9,7 @@
 
 pub mod files;
 mod grants;
+mod kind;
 mod manifest;
 mod net_pattern;
 pub mod version;
@@ -19,5 +20,5 @@ pub use crate::manifest::{
     MANIFEST_FILE, MAX_MEMORY_MB, MAX_TIMEOUT_MS, Manifest, ManifestError, PluginKind, Runtime,
     line_column,
 };
-pub use crate::net_pattern::NetPattern;
+pub use crate::net_pattern::{CONFIG_REQUEST_PREFIX, NetPattern, config_address};
 pub use crate::version::{HOST_API, compatible};

@@ -12,6 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+pub use crate::kind::PluginKind;
+
 /// The file name of a plugin manifest inside a plugin directory.
 pub const MANIFEST_FILE: &str = "plugin.toml";
 
@@ -23,66 +25,6 @@ pub const MAX_MEMORY_MB: u32 = 4096;
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Largest time limit a manifest may ask for, in milliseconds.
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
-
-/// A kind of functionality a plugin provides; one WIT world each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PluginKind {
-    /// `tool-plugin`: tools for the model.
-    Tools,
-    /// `memory-plugin`: a memory provider.
-    Memory,
-    /// `command-plugin`: slash commands.
-    Commands,
-    /// `skin-plugin`: skins as data.
-    Skin,
-    /// `platform-plugin`: a chat platform adapter.
-    Platform,
-    /// `hooks-plugin`: lifecycle hooks.
-    Hooks,
-}
-
-impl PluginKind {
-    /// Every kind, in order.
-    pub const ALL: [Self; 6] = [
-        Self::Tools,
-        Self::Memory,
-        Self::Commands,
-        Self::Skin,
-        Self::Platform,
-        Self::Hooks,
-    ];
-
-    /// The name used in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tools => "tools",
-            Self::Memory => "memory",
-            Self::Commands => "commands",
-            Self::Skin => "skin",
-            Self::Platform => "platform",
-            Self::Hooks => "hooks",
-        }
-    }
-
-    /// The WIT interface a component of this kind exports.
-    pub fn interface(self) -> &'static str {
-        match self {
-            Self::Tools => "tool-provider",
-            Self::Memory => "memory-provider",
-            Self::Commands => "command-provider",
-            Self::Skin => "skin-provider",
-            Self::Platform => "platform-adapter",
-            Self::Hooks => "hooks",
-        }
-    }
-}
-
-impl fmt::Display for PluginKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What runs a plugin's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -434,8 +376,10 @@ impl Manifest {
             return Err(at(
                 raw.provides.span(),
                 "provides",
-                "a plugin must provide at least one of: tools, memory, commands, skin, platform, hooks"
-                    .into(),
+                format!(
+                    "a plugin must provide at least one of: {}",
+                    PluginKind::ALL.map(PluginKind::as_str).join(", ")
+                ),
             ));
         }
         let mut provides = raw.provides.get_ref().clone();
@@ -602,7 +546,24 @@ impl Manifest {
                 };
                 (key.into_inner(), value)
             })
-            .collect();
+            .collect::<BTreeMap<String, String>>();
+        for (i, pattern) in capabilities.network.iter().enumerate() {
+            let Some(setting) = pattern.strip_prefix(crate::net_pattern::CONFIG_REQUEST_PREFIX)
+            else {
+                continue;
+            };
+            if !config.contains_key(setting) {
+                let key = format!("capabilities.network[{i}]");
+                return Err(at(
+                    find_key_span(text, &key).unwrap_or(0..0),
+                    &key,
+                    format!(
+                        "{pattern:?} names no [config] key: add `{setting} = \"<default>\"` \
+                         under [config]"
+                    ),
+                ));
+            }
+        }
 
         Ok(Self {
             path: path.to_path_buf(),
@@ -698,8 +659,16 @@ fn validate_capabilities(caps: &Capabilities, runtime: Runtime) -> Result<(), (S
         }
     }
     for (i, pattern) in caps.network.iter().enumerate() {
+        let key = format!("capabilities.network[{i}]");
+        if let Some(setting) = pattern.strip_prefix(crate::net_pattern::CONFIG_REQUEST_PREFIX) {
+            // Checked against `[config]` by the manifest's own validation.
+            if setting.is_empty() {
+                return Err((key, format!("{pattern:?}: name a [config] key")));
+            }
+            continue;
+        }
         if let Err(message) = crate::net_pattern::NetPattern::parse(pattern) {
-            return Err((format!("capabilities.network[{i}]"), message));
+            return Err((key, message));
         }
     }
     for (i, name) in caps.env.iter().enumerate() {
@@ -811,5 +780,36 @@ mod tests {
             key_at(text, &(start..start + 5)).as_deref(),
             Some("capabilities.exec")
         );
+    }
+}
+
+#[cfg(test)]
+mod config_request_tests {
+    use super::*;
+
+    const HEAD: &str = "name = \"tg\"\nversion = \"0.1.0\"\napi = \"0.1.2\"\n\
+                        provides = [\"chat\"]\n";
+
+    #[test]
+    fn a_network_request_may_name_a_config_key_the_manifest_sets() {
+        let text = format!(
+            "{HEAD}[capabilities]\nnetwork = [\"api.telegram.org:443\", \"$config.api_base\"]\n\
+             [config]\napi_base = \"https://api.telegram.org\"\n"
+        );
+        let manifest = Manifest::parse(&text, Path::new("/p/plugin.toml")).unwrap();
+        assert_eq!(manifest.capabilities.network[1], "$config.api_base");
+
+        let unset = format!("{HEAD}[capabilities]\nnetwork = [\"$config.api_base\"]\n");
+        let error = Manifest::parse(&unset, Path::new("/p/plugin.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("names no [config] key"), "{error}");
+        assert!(error.contains("add `api_base = "), "{error}");
+
+        let empty = format!("{HEAD}[capabilities]\nnetwork = [\"$config.\"]\n");
+        let error = Manifest::parse(&empty, Path::new("/p/plugin.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("name a [config] key"), "{error}");
     }
 }

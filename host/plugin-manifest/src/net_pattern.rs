@@ -19,6 +19,55 @@ enum HostPattern {
     Suffix(String),
 }
 
+/// How a network request names an address set in the plugin's config:
+/// `$config.api_base` is the host and port of the `api_base` setting, as the
+/// user's config.yaml (or the manifest's `[config]` default) gives it. A
+/// self-hosted server is then reached with the grant the user already gave.
+pub const CONFIG_REQUEST_PREFIX: &str = "$config.";
+
+/// The `host:port` a `$config.<key>` request stands for under `config`: the
+/// setting read as a URL (`https://host[:port]/…`, the port defaulting by
+/// scheme) or as `host:port`. `None` for other requests, an unset key or a
+/// value that names no address.
+pub fn config_address(
+    request: &str,
+    config: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let key = request.strip_prefix(CONFIG_REQUEST_PREFIX)?;
+    let value = config.get(key)?.trim();
+    let (default_port, rest) = match value.split_once("://") {
+        Some((scheme, rest)) => match scheme.to_ascii_lowercase().as_str() {
+            "https" | "wss" => (Some(443), rest),
+            "http" | "ws" => (Some(80), rest),
+            _ => return None,
+        },
+        None => (None, value),
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    // Credentials in a URL are not part of the address.
+    let authority = authority.rsplit('@').next()?;
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (ip, after) = v6.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(port) => port.parse().ok()?,
+            None if after.is_empty() => default_port?,
+            None => return None,
+        };
+        (format!("[{ip}]"), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host.to_owned(), port.parse::<u16>().ok()?),
+            None => (authority.to_owned(), default_port?),
+        }
+    };
+    // A setting names one server, never a wildcard.
+    if host.contains('*') {
+        return None;
+    }
+    let pattern = format!("{host}:{port}");
+    NetPattern::parse(&pattern).ok().map(|_| pattern)
+}
+
 /// One granted `host:port` pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetPattern {
@@ -128,6 +177,43 @@ fn valid_hostname(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_requests_name_the_address_of_their_setting() {
+        let config = |value: &str| {
+            std::collections::BTreeMap::from([("api_base".to_owned(), value.to_owned())])
+        };
+        let address = |value: &str| config_address("$config.api_base", &config(value));
+        assert_eq!(
+            address("https://api.telegram.org").as_deref(),
+            Some("api.telegram.org:443")
+        );
+        assert_eq!(
+            address("http://127.0.0.1:8081/bot").as_deref(),
+            Some("127.0.0.1:8081")
+        );
+        assert_eq!(
+            address("http://u:p@host.lan/x").as_deref(),
+            Some("host.lan:80")
+        );
+        assert_eq!(address("http://[::1]:9/").as_deref(), Some("[::1]:9"));
+        assert_eq!(address("https://[::1]").as_deref(), Some("[::1]:443"));
+        assert_eq!(
+            address("irc.example.org:6697").as_deref(),
+            Some("irc.example.org:6697")
+        );
+        for nothing in [
+            "",
+            "ftp://x.org",
+            "host-without-port",
+            "http://bad host/",
+            "http://*:1",
+        ] {
+            assert_eq!(address(nothing), None, "{nothing:?}");
+        }
+        assert_eq!(config_address("$config.other", &config("http://x:1")), None);
+        assert_eq!(config_address("x.org:1", &config("http://x:1")), None);
+    }
 
     #[test]
     fn parses_patterns() {

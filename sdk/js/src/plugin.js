@@ -4,7 +4,7 @@
 // `tool-plugin` (see wit/). The `tool-provider` interface is the exported
 // object `toolProvider`; host interfaces are imported by their WIT names.
 
-import { log } from 'talaria:plugin/log@0.1.1';
+import { log } from 'talaria:plugin/log@0.1.2';
 
 // A failed call: the host passes the message to the model. `kind` is the
 // tool-error case: 'invalid-arguments', 'denied' or 'failed'.

@@ -1,7 +1,7 @@
 //! Write Talaria plugins in Rust.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) of the WIT
-//! package `talaria:plugin@0.1.1`. For a tool plugin, each tool is a type
+//! package `talaria:plugin@0.1.2`. For a tool plugin, each tool is a type
 //! implementing [`Tool`] and one [`export_tools!`] exports them all:
 //!
 //! ```
@@ -63,6 +63,10 @@
 //! - a panic is logged to the host (`log::error`) and then traps: the host
 //!   reports the call as failed. Return [`ToolError`]s for expected failures.
 //!
+//! Chat adapters (the `chat-adapter-plugin` world) implement [`ChatAdapter`]
+//! and [`ChatConnection`]; [`chat`] has a line-oriented connection over TCP
+//! or the host's TLS for line protocols such as IRC.
+//!
 //! Host services are in [`log`], [`config`], [`kv`], [`exec`] and
 //! [`session_search`]; each needs its capability in the manifest, except
 //! logging. Outside a component (native unit tests) they do nothing useful:
@@ -73,6 +77,7 @@
 //! and [`ToolSet::specs`] still do the usual work for [`Tool`] types, and
 //! [`install_panic_hook`] the panic logging.
 
+pub mod chat;
 mod commands;
 mod error;
 mod hooks;
@@ -98,11 +103,11 @@ pub mod bindings {
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "::talaria_plugin_sdk::bindings",
         additional_type_attributes: {
-            "talaria:plugin/types@0.1.1/tool-flags": [#[derive(Default)]],
+            "talaria:plugin/types@0.1.2/tool-flags": [#[derive(Default)]],
         },
         with: {
-            "talaria:plugin/types@0.1.1/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.1/host-error": crate::HostError,
+            "talaria:plugin/types@0.1.2/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
         },
     });
 }
@@ -119,15 +124,15 @@ pub mod hooks_bindings {
         export_macro_name: "__export_hooks_plugin",
         default_bindings_module: "::talaria_plugin_sdk::hooks_bindings",
         with: {
-            "talaria:plugin/types@0.1.1/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.1/host-error": crate::HostError,
-            "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
-            "talaria:plugin/editor@0.1.1": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/types@0.1.2/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
         },
     });
 }
@@ -147,15 +152,15 @@ macro_rules! export_world {
                 export_macro_name: $export_macro,
                 default_bindings_module: $path,
                 with: {
-                    "talaria:plugin/types@0.1.1": crate::hooks_bindings::talaria::plugin::types,
-                    "talaria:plugin/host-types@0.1.1": crate::bindings::talaria::plugin::host_types,
-                    "talaria:plugin/log@0.1.1": crate::bindings::talaria::plugin::log,
-                    "talaria:plugin/config@0.1.1": crate::bindings::talaria::plugin::config,
-                    "talaria:plugin/kv@0.1.1": crate::bindings::talaria::plugin::kv,
-                    "talaria:plugin/exec@0.1.1": crate::bindings::talaria::plugin::exec,
-                    "talaria:plugin/process@0.1.1": crate::bindings::talaria::plugin::process,
-                    "talaria:plugin/session-search@0.1.1": crate::bindings::talaria::plugin::session_search,
-                    "talaria:plugin/editor@0.1.1": crate::bindings::talaria::plugin::editor,
+                    "talaria:plugin/types@0.1.2": crate::hooks_bindings::talaria::plugin::types,
+                    "talaria:plugin/host-types@0.1.2": crate::bindings::talaria::plugin::host_types,
+                    "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
+                    "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
+                    "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
+                    "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
+                    "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
+                    "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
+                    "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
                 },
             });
         }
@@ -194,6 +199,43 @@ export_world!(
     "__export_platform_plugin",
     "::talaria_plugin_sdk::platform_bindings"
 );
+
+/// The bindings `wit_bindgen` generates for the `chat-adapter-plugin` world
+/// (0.1.2): a long-lived connection to a chat platform. Its `wasi:io` types
+/// are those of the `wasip2` crate, so the host's `host-work` pollable polls
+/// together with `wasi:sockets` streams. Implement [`ChatAdapter`] and
+/// [`ChatConnection`] and export them with
+/// `chat_bindings::__export_chat_adapter_plugin!`.
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod chat_bindings {
+    wit_bindgen::generate!({
+        world: "chat-adapter-plugin",
+        path: "../../wit/plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_chat_adapter_plugin",
+        default_bindings_module: "::talaria_plugin_sdk::chat_bindings",
+        with: {
+            "wasi:io/poll@0.2.12": ::wasip2::io::poll,
+            "wasi:io/streams@0.2.12": ::wasip2::io::streams,
+            "wasi:io/error@0.2.12": ::wasip2::io::error,
+            "talaria:plugin/types@0.1.2": crate::hooks_bindings::talaria::plugin::types,
+            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
+        },
+    });
+}
+
+pub use chat_bindings::exports::talaria::plugin::chat_adapter::{
+    Guest as ChatAdapter, GuestConnection as ChatConnection,
+};
+pub use chat_bindings::talaria::plugin::chat_host;
+pub use chat_bindings::talaria::plugin::chat_types;
 
 pub use bindings::exports::talaria::plugin::tool_provider::Guest as ToolProvider;
 pub use bindings::talaria::plugin::types::{CallContext, Json, ToolFlags, ToolSpec};

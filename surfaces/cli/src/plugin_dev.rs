@@ -1,7 +1,8 @@
 //! `talaria plugin new` and `talaria plugin build`: start a plugin project and
 //! turn it into a package ready to drop into a plugin directory.
 //!
-//! Rust projects are generated here and built with cargo; projects in other
+//! Rust projects are generated here (the chat adapter's sources come from its
+//! template in `sdk/rust/templates`) and built with cargo; projects in other
 //! languages are copies of the templates in `sdk/` (see `plugin_templates`)
 //! and are built by their own `build.sh`.
 
@@ -11,7 +12,7 @@ use std::process::Command;
 use talaria_plugin_manifest::{HOST_API, Manifest};
 
 use crate::exit::{Status, usage_error};
-use crate::plugin_templates::{Lang, Template};
+use crate::plugin_templates::{Kind, Lang, Template};
 
 /// The environment variable naming the directory `scripts/plugin-toolchains`
 /// installs the other languages' toolchains into.
@@ -38,11 +39,23 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// The language, kind and template of a new project from `--lang` and
+/// `--kind` (default: a Rust tool plugin), or why there is none.
+fn choose(
+    lang: Option<&str>,
+    kind: Option<&str>,
+) -> Result<(Lang, Kind, Option<&'static Template>), String> {
+    let lang = lang.map_or(Ok(Lang::Rust), Lang::parse)?;
+    let kind = kind.map_or(Ok(Kind::Tool), Kind::parse)?;
+    let template = crate::plugin_templates::template(lang, kind)?;
+    Ok((lang, kind, template))
+}
+
 /// Creates a buildable plugin project in `dir` (default `./NAME`) in the
-/// language `lang` (default Rust).
-pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>) -> Status {
-    let lang = match lang.map_or(Ok(Lang::Rust), Lang::parse) {
-        Ok(lang) => lang,
+/// language `lang` (default Rust) of the kind `kind` (default a tool plugin).
+pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>, kind: Option<&str>) -> Status {
+    let (lang, kind, template) = match choose(lang, kind) {
+        Ok(chosen) => chosen,
         Err(message) => return usage_error(&message),
     };
     if !valid_name(name) {
@@ -57,18 +70,27 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>) -> Status {
             dir.display()
         ));
     }
-    let (files, origin, hint) = match lang.template() {
-        None => (
-            rust_files(name),
-            String::new(),
-            format!("talaria plugin build {}", dir.display()),
-        ),
+    let build_hint = format!("talaria plugin build {}", dir.display());
+    let (files, origin, hint) = match template {
+        None => (rust_tool_files(name), String::new(), build_hint),
+        Some(template) if template.lang == Lang::Rust => {
+            let mut files = rust_project_files(name, kind);
+            files.extend(template.render(name));
+            (
+                files,
+                format!(
+                    " from the example {} {}",
+                    kind.noun(),
+                    template.example_name
+                ),
+                build_hint,
+            )
+        }
         Some(template) => (
             template.render(name),
             format!(" from the example plugin {}", template.example_name),
             format!(
-                "talaria plugin build {} (or: cd {} && {})",
-                dir.display(),
+                "{build_hint} (or: cd {} && {})",
                 dir.display(),
                 template.build_hint
             ),
@@ -91,20 +113,37 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>) -> Status {
             return usage_error(&format!("cannot write {}: {error}", path.display()));
         }
     }
-    println!("Created {lang} plugin {name} in {}{origin}.", dir.display());
+    println!(
+        "Created {lang} {} {name} in {}{origin}.",
+        kind.noun(),
+        dir.display()
+    );
     println!("Build it with: {hint}");
+    if kind == Kind::Adapter {
+        println!(
+            "Then configure it under gateway.platforms.{name} in config.yaml \
+             ({} says how).",
+            dir.join("README.md").display()
+        );
+    }
     Status::Answered
 }
 
-/// The files of a new Rust project: (path, text, executable).
-fn rust_files(name: &str) -> Vec<(&'static str, String, bool)> {
+/// The files of every new Rust project: (path, text, executable).
+fn rust_project_files(name: &str, kind: Kind) -> Vec<(&'static str, String, bool)> {
     vec![
-        ("Cargo.toml", cargo_toml(name), false),
-        ("plugin.toml", manifest(name), false),
-        ("src/lib.rs", LIB_RS.to_owned(), false),
+        ("Cargo.toml", cargo_toml(name, kind), false),
         ("rust-toolchain.toml", TOOLCHAIN_FILE.to_owned(), false),
         (".gitignore", "/target\n/dist\n".to_owned(), false),
     ]
+}
+
+/// The files of a new Rust tool plugin project.
+fn rust_tool_files(name: &str) -> Vec<(&'static str, String, bool)> {
+    let mut files = rust_project_files(name, Kind::Tool);
+    files.push(("plugin.toml", manifest(name), false));
+    files.push(("src/lib.rs", LIB_RS.to_owned(), false));
+    files
 }
 
 #[cfg(unix)]
@@ -118,7 +157,12 @@ fn make_executable(_path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn cargo_toml(name: &str) -> String {
+fn cargo_toml(name: &str, kind: Kind) -> String {
+    // A tool derives its argument schema; an adapter needs only the SDK.
+    let tool_dependencies = match kind {
+        Kind::Tool => "schemars = \"1\"\nserde = { version = \"1\", features = [\"derive\"] }\n",
+        Kind::Adapter => "",
+    };
     format!(
         r#"[package]
 name = "{name}"
@@ -130,9 +174,7 @@ crate-type = ["cdylib"]
 
 [dependencies]
 talaria-plugin-sdk = {sdk}
-schemars = "1"
-serde = {{ version = "1", features = ["derive"] }}
-
+{tool_dependencies}
 # Small, fast components; a panic aborts, which the host reports as a failed call.
 [profile.release]
 opt-level = "s"
@@ -442,6 +484,8 @@ fn built_wasm(cargo: &std::ffi::OsStr, cargo_toml: &Path, dir: &Path) -> Result<
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+    use talaria_plugin_manifest::PluginKind;
+
     use super::*;
 
     fn project(files: &[&str]) -> tempfile::TempDir {
@@ -496,7 +540,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("sum-it");
         assert_eq!(
-            new("sum-it", Some(dir.clone()), Some("zig")),
+            new("sum-it", Some(dir.clone()), Some("zig"), None),
             Status::Answered
         );
         let manifest = Manifest::load(&dir.join("plugin.toml")).unwrap();
@@ -525,7 +569,10 @@ mod tests {
     fn new_refuses_an_unknown_language_and_writes_nothing() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("x");
-        assert_eq!(new("x", Some(dir.clone()), Some("cobol")), Status::Usage);
+        assert_eq!(
+            new("x", Some(dir.clone()), Some("cobol"), None),
+            Status::Usage
+        );
         assert!(!dir.exists());
     }
 
@@ -533,8 +580,111 @@ mod tests {
     fn rust_stays_the_default() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("plain");
-        assert_eq!(new("plain", Some(dir.clone()), None), Status::Answered);
+        assert_eq!(
+            new("plain", Some(dir.clone()), None, None),
+            Status::Answered
+        );
         assert!(dir.join("Cargo.toml").is_file() && dir.join("src/lib.rs").is_file());
         assert!(!dir.join("build.sh").exists());
+        let manifest = Manifest::load(&dir.join("plugin.toml")).unwrap();
+        assert_eq!(manifest.provides, [PluginKind::Tools]);
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(cargo.contains("\nschemars = \"1\"\n"), "{cargo}");
+    }
+
+    #[test]
+    fn an_unknown_kind_or_an_adapter_in_another_language_is_a_usage_error() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("x");
+        for (lang, kind) in [
+            (None, "memory"),
+            (Some("js"), "adapter"),
+            (Some("zig"), "chat"),
+        ] {
+            assert_eq!(
+                new("x", Some(dir.clone()), lang, Some(kind)),
+                Status::Usage,
+                "{lang:?} {kind}"
+            );
+            assert!(!dir.exists(), "nothing written for {lang:?} {kind}");
+        }
+        let unknown = choose(None, Some("memory")).unwrap_err();
+        assert_eq!(
+            unknown,
+            "unknown kind 'memory' for --kind: choose one of tool, adapter"
+        );
+        let js = choose(Some("js"), Some("adapter")).unwrap_err();
+        assert_eq!(
+            js,
+            "there is no js adapter template: Rust and Python have one \
+             (--lang rust, the default, or --lang python with --kind adapter)"
+        );
+        assert!(matches!(
+            choose(Some("python"), Some("adapter")),
+            Ok((Lang::Python, Kind::Adapter, Some(_)))
+        ));
+        // A bad language is reported before the kind is looked at.
+        let both = choose(Some("cobol"), Some("adapter")).unwrap_err();
+        assert!(both.starts_with("unknown language 'cobol'"), "{both}");
+        assert!(matches!(
+            choose(Some("rust"), Some("adapter")),
+            Ok((Lang::Rust, Kind::Adapter, Some(_)))
+        ));
+        assert!(matches!(
+            choose(None, None),
+            Ok((Lang::Rust, Kind::Tool, None))
+        ));
+    }
+
+    #[test]
+    fn an_adapter_is_a_rust_project_with_the_chat_template_and_only_the_sdk() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("my-chat");
+        assert_eq!(
+            new("my-chat", Some(dir.clone()), None, Some("adapter")),
+            Status::Answered
+        );
+        let mut files: Vec<String> = walk(&dir)
+            .into_iter()
+            .map(|p| p.strip_prefix(&dir).unwrap().display().to_string())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                ".gitignore",
+                "Cargo.toml",
+                "README.md",
+                "plugin.toml",
+                "rust-toolchain.toml",
+                "src/lib.rs"
+            ]
+        );
+        let manifest = Manifest::load(&dir.join("plugin.toml")).unwrap();
+        assert_eq!(manifest.name, "my-chat");
+        assert_eq!(manifest.provides, [PluginKind::Chat]);
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(cargo.contains("name = \"my-chat\""), "{cargo}");
+        assert!(cargo.contains("talaria-plugin-sdk = "), "{cargo}");
+        assert!(
+            !cargo.contains("schemars") && !cargo.contains("serde"),
+            "{cargo}"
+        );
+        let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+        assert!(lib.contains("impl ChatConnection for"), "{lib}");
+        assert!(matches!(detect(&dir), Project::Cargo));
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.extend(walk(&path));
+            } else {
+                found.push(path);
+            }
+        }
+        found
     }
 }

@@ -4,7 +4,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use talaria_plugin_manifest::NetPattern;
+use std::collections::BTreeMap;
+
+use talaria_plugin_manifest::{NetPattern, config_address};
 
 /// The granted patterns of one plugin, shared by its stores' socket checks.
 #[derive(Debug, Clone, Default)]
@@ -13,12 +15,17 @@ pub(crate) struct NetPolicy {
 }
 
 impl NetPolicy {
-    pub(crate) fn new(patterns: &[String]) -> Self {
+    /// The policy of granted `patterns`; a `$config.<key>` grant allows the
+    /// address its setting has in `config` (none when it names none).
+    pub(crate) fn new(patterns: &[String], config: &BTreeMap<String, String>) -> Self {
         Self {
             patterns: Arc::new(
                 patterns
                     .iter()
-                    .filter_map(|p| NetPattern::parse(p).ok())
+                    .filter_map(|p| match config_address(p, config) {
+                        Some(address) => NetPattern::parse(&address).ok(),
+                        None => NetPattern::parse(p).ok(),
+                    })
                     .collect(),
             ),
         }
@@ -61,11 +68,27 @@ mod tests {
 
     #[tokio::test]
     async fn host_names_are_resolved() {
-        let policy = NetPolicy::new(&["localhost:1".into(), "192.0.2.7:*".into()]);
+        let policy = NetPolicy::new(
+            &["localhost:1".into(), "192.0.2.7:*".into()],
+            &BTreeMap::new(),
+        );
         assert!(policy.allows("192.0.2.7:9".parse().unwrap()).await);
         assert!(policy.allows("127.0.0.1:1".parse().unwrap()).await);
         assert!(!policy.allows("127.0.0.1:2".parse().unwrap()).await);
         assert!(!policy.allows("192.0.2.1:1".parse().unwrap()).await);
         assert!(NetPolicy::default().is_empty());
+    }
+
+    #[test]
+    fn a_config_grant_follows_its_setting() {
+        let granted = ["$config.api_base".to_owned()];
+        let config = |base: &str| BTreeMap::from([("api_base".to_owned(), base.to_owned())]);
+        let policy = NetPolicy::new(&granted, &config("http://127.0.0.1:8081"));
+        assert!(policy.allows_name("127.0.0.1", 8081));
+        assert!(!policy.allows_name("127.0.0.1", 8082));
+        assert!(!policy.allows_name("api.telegram.org", 443));
+        let policy = NetPolicy::new(&granted, &config("https://api.telegram.org"));
+        assert!(policy.allows_name("api.telegram.org", 443));
+        assert!(NetPolicy::new(&granted, &BTreeMap::new()).is_empty());
     }
 }

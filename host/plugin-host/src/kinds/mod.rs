@@ -1,5 +1,5 @@
 //! The kinds of functionality a plugin provides, one module each (tools,
-//! hooks, commands, skins, memory providers, platform adapters).
+//! hooks, commands, skins, memory providers, platform and chat adapters).
 //!
 //! A [`Kind`] says how a component's exports of it are prepared and what the
 //! host reads from them once at load; a loaded plugin keeps one [`Slot`] per
@@ -18,6 +18,7 @@ use crate::invoke::Invocation;
 use crate::loaded::LoadedPlugin;
 use crate::state::PluginState;
 
+pub(crate) mod chat;
 pub(crate) mod commands;
 pub(crate) mod hooks;
 pub(crate) mod memory;
@@ -73,6 +74,7 @@ pub(crate) struct Slots {
     pub(crate) skin: Option<Slot<skins::SkinKind>>,
     pub(crate) platform: Option<Slot<platform::PlatformKind>>,
     pub(crate) hooks: Option<Slot<hooks::HooksKind>>,
+    pub(crate) chat: Option<Slot<chat::ChatAdapterKind>>,
 }
 
 impl Slots {
@@ -85,6 +87,7 @@ impl Slots {
             PluginKind::Skin => self.skin.is_some(),
             PluginKind::Platform => self.platform.is_some(),
             PluginKind::Hooks => self.hooks.is_some(),
+            PluginKind::Chat => self.chat.is_some(),
         }
     }
 }

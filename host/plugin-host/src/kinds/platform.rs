@@ -11,7 +11,7 @@ use wasmtime::component::InstancePre;
 use super::placed::Placed;
 use super::{Kind, Slot, Slots};
 use crate::bindings::platform_world::PlatformPluginPre;
-use crate::error::{HostError, LoadError};
+use crate::error::{CallError, HostError, LoadError};
 use crate::invoke::{Invocation, once_at_load};
 use crate::loaded::LoadedPlugin;
 use crate::state::PluginState;
@@ -32,26 +32,15 @@ impl Kind for PlatformKind {
     }
 
     async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<String, LoadError> {
-        let failed = |message: String| LoadError::Exports {
-            plugin: inv.shared.name.clone(),
-            message,
-        };
-        let name = once_at_load(inv, "platform", async |store| {
+        let asked = once_at_load(inv, "platform", async |store| {
             let instance = pre.instantiate_async(&mut *store).await?;
             instance
                 .talaria_plugin_platform_adapter()
                 .call_platform(store)
                 .await
         })
-        .await
-        .map_err(|e| failed(format!("asking its platform name failed: {e}")))?;
-        if !valid_platform_name(&name) {
-            return Err(failed(format!(
-                "platform() returned {name:?}: a platform name is 1 to {MAX_PLATFORM_NAME_LEN} \
-                 visible characters without spaces"
-            )));
-        }
-        Ok(name)
+        .await;
+        checked_platform_name(inv, asked)
     }
 
     fn slot(slots: &Slots) -> Option<&Slot<Self>> {
@@ -61,6 +50,26 @@ impl Kind for PlatformKind {
     fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>> {
         &mut slots.platform
     }
+}
+
+/// The platform name a plugin's `platform()` answered at load, checked: a
+/// failed call or an unusable name fails the load.
+pub(crate) fn checked_platform_name(
+    inv: &Invocation<'_>,
+    asked: Result<String, CallError>,
+) -> Result<String, LoadError> {
+    let failed = |message: String| LoadError::Exports {
+        plugin: inv.shared.name.clone(),
+        message,
+    };
+    let name = asked.map_err(|e| failed(format!("asking its platform name failed: {e}")))?;
+    if !valid_platform_name(&name) {
+        return Err(failed(format!(
+            "platform() returned {name:?}: a platform name is 1 to {MAX_PLATFORM_NAME_LEN} \
+             visible characters without spaces"
+        )));
+    }
+    Ok(name)
 }
 
 /// Whether `name` can name a platform in notices and settings.

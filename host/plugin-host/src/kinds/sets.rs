@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::chat::PluginChatAdapters;
 use super::commands::PluginCommands;
 use super::hooks::PluginHooks;
 use super::memory::PluginMemoryProviders;
@@ -134,6 +135,24 @@ impl KindSet for PluginPlatformAdapters {
     }
 }
 
+impl KindSet for PluginChatAdapters {
+    const NOUN: &'static str = "chat adapters";
+
+    fn offered_by(plugin: &LoadedPlugin) -> bool {
+        plugin.chat_platform().is_some()
+    }
+
+    fn build(plugins: Vec<LoadedPlugin>, _cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+        Ok(Self::new(&plugins))
+    }
+
+    /// Only clashes: the adapters serve `talaria gateway run`, and other
+    /// surfaces leave them be without a word.
+    fn notices(&self) -> Vec<String> {
+        self.clashes().to_vec()
+    }
+}
+
 /// The sets over the loaded plugins, one per kind (`None`: no plugin offers
 /// anything of that kind, or the set could not be built, which `notices`
 /// says).
@@ -151,6 +170,8 @@ pub struct PluginSets {
     pub memory: Option<PluginMemoryProviders>,
     /// The platform adapters (loaded, not called by sessions yet).
     pub platforms: Option<PluginPlatformAdapters>,
+    /// The chat adapters (connections are opened by a gateway).
+    pub chats: Option<PluginChatAdapters>,
     /// What the user should know, one line each: names dropped because an
     /// earlier plugin has them, sets that could not be built, kinds loaded
     /// but not used yet.
@@ -171,6 +192,7 @@ impl PluginSets {
             tools: build_set(plugins, &at, &mut notices),
             memory: build_set(plugins, &at, &mut notices),
             platforms: build_set(plugins, &at, &mut notices),
+            chats: build_set(plugins, &at, &mut notices),
             notices,
         }
     }

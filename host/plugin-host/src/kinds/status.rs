@@ -50,11 +50,16 @@ impl fmt::Display for KindStatus {
     }
 }
 
-/// Whether sessions call plugins of `kind` (memory providers and platform
-/// adapters load, but nothing calls them yet).
+/// Whether sessions call plugins of `kind` (memory providers, platform and
+/// chat adapters load, but nothing calls them yet).
 pub fn wired(kind: PluginKind) -> bool {
     match kind {
-        PluginKind::Tools | PluginKind::Commands | PluginKind::Skin | PluginKind::Hooks => true,
+        PluginKind::Tools
+        | PluginKind::Commands
+        | PluginKind::Skin
+        | PluginKind::Hooks
+        // The gateway (`talaria gateway run`) opens chat adapters.
+        | PluginKind::Chat => true,
         PluginKind::Memory | PluginKind::Platform => false,
     }
 }

@@ -15,6 +15,7 @@ use crate::cache::{LoadFileError, Origin, error_text};
 use crate::error::LoadError;
 use crate::host::HostInner;
 use crate::invoke::Invocation;
+use crate::kinds::chat::ChatAdapterKind;
 use crate::kinds::commands::CommandsKind;
 use crate::kinds::hooks::HooksKind;
 use crate::kinds::memory::MemoryKind;
@@ -57,8 +58,13 @@ pub(crate) async fn load(
             })?;
 
     let (api, kinds) = check_component(host, &component, manifest)?;
-    let instance = host
-        .linker
+    // Only chat adapters see `chat-host`.
+    let linker = if kinds.contains(&PluginKind::Chat) {
+        &host.chat_linker
+    } else {
+        &host.linker
+    };
+    let instance = linker
         .instantiate_pre(&component)
         .map_err(|e| LoadError::Link {
             plugin: name.clone(),
@@ -94,6 +100,7 @@ pub(crate) async fn load(
             PluginKind::Skin => fill::<SkinKind>(&mut slots, &instance, &inv).await?,
             PluginKind::Platform => fill::<PlatformKind>(&mut slots, &instance, &inv).await?,
             PluginKind::Hooks => fill::<HooksKind>(&mut slots, &instance, &inv).await?,
+            PluginKind::Chat => fill::<ChatAdapterKind>(&mut slots, &instance, &inv).await?,
         }
     }
     Ok(Loaded {
