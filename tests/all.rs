@@ -10,12 +10,22 @@ mod acp;
 mod api_server;
 #[path = "all/cli.rs"]
 mod cli;
+#[path = "all/cron.rs"]
+mod cron;
 #[path = "all/delegation.rs"]
 mod delegation;
 #[path = "all/dist.rs"]
 mod dist;
 #[path = "all/execute_code.rs"]
 mod execute_code;
+#[path = "all/gateway.rs"]
+mod gateway;
+#[path = "all/gateway_irc.rs"]
+mod gateway_irc;
+#[path = "all/gateway_load.rs"]
+mod gateway_load;
+#[path = "all/gateway_telegram.rs"]
+mod gateway_telegram;
 #[path = "all/knowledge.rs"]
 mod knowledge;
 #[path = "all/languages.rs"]

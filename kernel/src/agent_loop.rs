@@ -17,8 +17,8 @@ use crate::model::{
     StreamEvent, StreamSink, ToolChoice,
 };
 use crate::ports::{
-    Clock, HookSession, Hooks, NoHooks, SessionStore, Summarizer, ToolContext, ToolDispatcher,
-    ValidatedCall,
+    Clock, HookSession, Hooks, NoHooks, SessionStore, Steering, Summarizer, ToolContext,
+    ToolDispatcher, ValidatedCall,
 };
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
@@ -70,6 +70,7 @@ pub struct AgentLoop {
     budget: Budget,
     config: LoopConfig,
     state: LoopState,
+    steering: Option<Arc<dyn Steering>>,
 }
 
 impl AgentLoop {
@@ -89,7 +90,13 @@ impl AgentLoop {
             budget,
             config,
             state: LoopState::default(),
+            steering: None,
         })
+    }
+
+    /// Where the notes added to a running turn come from (none: no steering).
+    pub fn set_steering(&mut self, steering: Option<Arc<dyn Steering>>) {
+        self.steering = steering;
     }
 
     /// The cross-turn state.
@@ -328,6 +335,18 @@ impl AgentLoop {
         if let Grace::Used(_) = self.state.grace {
             self.state.phase = Phase::ForceSummary;
             return Ok(Step::Continue);
+        }
+        let notes = self
+            .steering
+            .as_ref()
+            .map(|steering| steering.take_notes())
+            .unwrap_or_default();
+        if !notes.is_empty() {
+            let text = format!(
+                "[The user added while you were working:]\n{}",
+                notes.join("\n\n")
+            );
+            self.push(conversation, Message::user(text), events).await;
         }
         if self.needs_compression(conversation) {
             self.compact(conversation, None, false, events).await;

@@ -96,6 +96,15 @@ pub trait Hooks: Send + Sync {
     async fn session_end(&self, _session: HookSession<'_>) {}
 }
 
+/// Notes the user adds while a turn runs (a chat's `steer` busy mode). The
+/// loop takes them before each model call and adds them to the conversation
+/// as a user message, so the model sees them at its next step instead of
+/// after the turn.
+pub trait Steering: Send + Sync {
+    /// The notes added since the last call, oldest first.
+    fn take_notes(&self) -> Vec<String>;
+}
+
 /// Hooks that do nothing.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoHooks;

@@ -43,6 +43,8 @@ _phase_report() {
     _phase_line "$_phase_current" $((SECONDS - _phase_started)) "  (failed)"
   fi
   _phase_line "total" "$SECONDS"
+  # A full disk fails in odd places (pip, the linker): say how much was left.
+  echo "free disk at the end: $(df -h --output=avail . 2>/dev/null | tail -1 | tr -d ' ')" >&2
 }
 
 trap '_phase_report "$(basename "$0")"' EXIT

@@ -84,41 +84,6 @@ fn serve(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
     }
 }
 
-/// One raw HTTP/1.1 request (`Connection: close`): status, head and body.
-fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    let _ = stream.write_all(body);
-    let mut reply = Vec::new();
-    let _ = stream.read_to_end(&mut reply);
-    let reply = String::from_utf8_lossy(&reply).into_owned();
-    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {reply:?}"));
-    (status, head.to_ascii_lowercase(), body.to_owned())
-}
-
 /// A chunked body's data, and the text of a chat stream's deltas in it.
 fn streamed_text(body: &str) -> (String, String) {
     let mut data = String::new();
@@ -151,7 +116,7 @@ const BEARER: (&str, &str) = ("Authorization", "Bearer test-key-0123456789abcdef
 /// A chat completion (not streamed): the answer and the session header.
 fn chat(port: u16, messages: Value) -> (String, String) {
     let body = json!({"model": "talaria", "messages": messages}).to_string();
-    let (status, head, body) = request(
+    let (status, head, body) = http_request(
         port,
         "POST",
         "/v1/chat/completions",
@@ -219,19 +184,19 @@ fn hostile_clients_get_openai_errors_and_a_stalled_one_is_cut_off() {
     let served = serve(&home, &model, &["--read-timeout", "1"]);
     let port = served.port;
     let chat = br#"{"messages":[{"role":"user","content":"hi"}]}"#;
-    let (status, _, body) = request(port, "POST", "/v1/chat/completions", &[], chat);
+    let (status, _, body) = http_request(port, "POST", "/v1/chat/completions", &[], chat);
     assert_eq!(status, 401, "{body}");
     assert_contains(&body, "\"invalid_api_key\"");
     let wrong = ("Authorization", "Bearer wrong-key-0123456789abcdef");
     assert_eq!(
-        request(port, "POST", "/v1/chat/completions", &[wrong], chat).0,
+        http_request(port, "POST", "/v1/chat/completions", &[wrong], chat).0,
         401
     );
     let big = vec![b'x'; 4096];
-    let (status, _, body) = request(port, "POST", "/v1/chat/completions", &[BEARER], &big);
+    let (status, _, body) = http_request(port, "POST", "/v1/chat/completions", &[BEARER], &big);
     assert_eq!(status, 413, "{body}");
     assert_contains(&body, "2048 bytes");
-    let (status, _, body) = request(
+    let (status, _, body) = http_request(
         port,
         "POST",
         "/v1/chat/completions",
@@ -240,7 +205,8 @@ fn hostile_clients_get_openai_errors_and_a_stalled_one_is_cut_off() {
     );
     assert_eq!(status, 400, "{body}");
     assert_contains(&body, "not valid JSON");
-    let (status, _, body) = request(port, "POST", "/v1/responses", &[BEARER], b"{\"input\": {}}");
+    let (status, _, body) =
+        http_request(port, "POST", "/v1/responses", &[BEARER], b"{\"input\": {}}");
     assert_eq!(status, 400, "{body}");
 
     // Headers begun, never finished: the connection is closed after the read timeout.
@@ -269,7 +235,7 @@ fn hostile_clients_get_openai_errors_and_a_stalled_one_is_cut_off() {
     let mut reply = Vec::new();
     let _ = stalled.read_to_end(&mut reply);
     assert_contains(&String::from_utf8_lossy(&reply), " 408 ");
-    let (status, _, _) = request(port, "GET", "/health", &[], b"");
+    let (status, _, _) = http_request(port, "GET", "/health", &[], b"");
     assert_eq!(status, 200);
     assert_eq!(
         model.requests().len(),
@@ -318,7 +284,7 @@ fn resent_histories_continue_their_session_and_edits_fork() {
     );
     // An explicit session header wins over the history.
     let body = json!({"messages": [user("named")]}).to_string();
-    let (status, head, _) = request(
+    let (status, head, _) = http_request(
         port,
         "POST",
         "/v1/chat/completions",
@@ -352,7 +318,7 @@ fn tool_progress_events_only_when_asked_for() {
     .unwrap();
     let served = serve(&home, &model, &[]);
     let body = json!({"stream": true, "messages": [user("plan it")]}).to_string();
-    let (status, _, plain) = request(
+    let (status, _, plain) = http_request(
         served.port,
         "POST",
         "/v1/chat/completions",
@@ -365,7 +331,7 @@ fn tool_progress_events_only_when_asked_for() {
     assert_contains(&plain, "data: [DONE]");
     // Stock SDKs reject unknown events: none unless asked for.
     assert!(!plain.contains("event:"), "{plain}");
-    let (status, _, asked) = request(
+    let (status, _, asked) = http_request(
         served.port,
         "POST",
         "/v1/chat/completions",
@@ -511,7 +477,7 @@ fn the_codex_cli_uses_talaria_serve_as_its_provider() {
 fn streamed_chat(port: u16, i: usize) -> (u16, f64) {
     let started = Instant::now();
     let body = json!({"stream": true, "messages": [user(&format!("load {i}"))]}).to_string();
-    let (status, _, reply) = request(
+    let (status, _, reply) = http_request(
         port,
         "POST",
         "/v1/chat/completions",
@@ -522,17 +488,6 @@ fn streamed_chat(port: u16, i: usize) -> (u16, f64) {
         assert!(reply.contains("[DONE]"), "{reply}");
     }
     (status, started.elapsed().as_secs_f64())
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Heavy: 50 concurrent streamed chats on loopback against the scripted model,
@@ -566,7 +521,7 @@ fn load_50_concurrent_streamed_chats() {
             5.0 / wall,
             times[2] * 1000.0,
             times[4] * 1000.0,
-            peak_rss_kib(served.child.id()) as f64 / 1024.0
+            status_kib("VmHWM", served.child.id()) as f64 / 1024.0
         );
     }
     for cap in [64u32, 10] {
@@ -617,7 +572,7 @@ fn load_50_concurrent_streamed_chats() {
             ok.len() as f64 / wall,
             at(0.5),
             at(0.99),
-            peak_rss_kib(served.child.id()) as f64 / 1024.0
+            status_kib("VmHWM", served.child.id()) as f64 / 1024.0
         );
         drop(served);
     }

@@ -724,7 +724,7 @@ fn plugins_list_shows_sources_requests_and_grants() {
     let output = run(home.talaria(&["plugins", "info", "nope"]));
     assert_code(&output, 2);
     assert!(
-        stderr(&output).contains("no plugin named 'nope' (installed: fs, terminal)"),
+        stderr(&output).contains("no plugin named 'nope' (installed: fs, irc, telegram, terminal)"),
         "{}",
         stderr(&output)
     );
@@ -842,16 +842,6 @@ fn project_plugins_load_only_from_trusted_directories() {
 fn a_new_plugin_builds_installs_and_serves_the_model() {
     let home = Home::new();
     let projects = home.workdir();
-    // Cargo and rustup live in the real home; share the plugins' build cache.
-    let toolchain_env = |command: &mut std::process::Command| {
-        let real_home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
-        for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
-            let value = std::env::var_os(var).unwrap_or_else(|| real_home.join(default).into());
-            command.env(var, value);
-        }
-        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins");
-        command.env("CARGO_TARGET_DIR", shared);
-    };
     let mut new = home.talaria(&["plugin", "new", "demo-tool"]);
     new.current_dir(projects.path());
     let output = run(new);
@@ -879,7 +869,7 @@ fn a_new_plugin_builds_installs_and_serves_the_model() {
 
     let mut build = home.talaria(&["plugin", "build", "demo-tool"]);
     build.current_dir(projects.path());
-    toolchain_env(&mut build);
+    rust_toolchain_env(&mut build);
     let output = run(build);
     assert_code(&output, 0);
     let package = project.join("dist/demo-tool");

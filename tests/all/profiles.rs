@@ -258,3 +258,55 @@ fn reply_and_prompt_size_caps_come_from_the_config() {
     assert_contains(&stderr(&output), "model.max_prompt_bytes (1024 bytes)");
     assert!(server.requests().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn hermes_chat_platforms_are_imported_and_those_without_an_adapter_named() {
+    let home = Home::new();
+    let hermes = home.workdir();
+    let root = hermes.path();
+    std::fs::write(root.join("config.yaml"), "model:\n  default: gpt-4.1\n").unwrap();
+    std::fs::write(
+        root.join(".env"),
+        "TELEGRAM_BOT_TOKEN=123456:ABCDEF\nTELEGRAM_ALLOWED_USERS=111\n\
+         DISCORD_BOT_TOKEN=discord-token\nDISCORD_HOME_CHANNEL=42\n",
+    )
+    .unwrap();
+    let from = root.display().to_string();
+    let (code, text, err) = out(&home, &["import", "hermes", "--from", &from]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("+ config gateway.platforms.telegram ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("+ config gateway.platforms.discord ("),
+        "{text}"
+    );
+    // The distribution's telegram adapter serves telegram; nothing serves discord.
+    let missing: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("! "))
+        .collect();
+    assert_eq!(missing, ["gateway.platforms.discord"], "{text}");
+    assert!(
+        !text.contains("discord-token") && !text.contains("ABCDEF"),
+        "{text}"
+    );
+
+    let config = home.read("config.yaml");
+    assert!(config.contains("${DISCORD_BOT_TOKEN}"), "{config}");
+    assert!(!config.contains("discord-token"), "{config}");
+    assert!(
+        home.read(".env")
+            .contains("DISCORD_BOT_TOKEN=discord-token")
+    );
+    assert_eq!(
+        out(
+            &home,
+            &["config", "get", "gateway.platforms.discord.home_channel"]
+        )
+        .1
+        .trim(),
+        "42"
+    );
+}

@@ -2,7 +2,7 @@
 //! scripted model server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -44,9 +44,16 @@ fn warm_cache() -> &'static Path {
     WARM.get_or_init(|| {
         build_plugins();
         let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-warm-home");
-        for plugin in ["fs", "terminal"] {
+        // Every distribution plugin: a session loads them all.
+        let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/dist");
+        let mut plugins: Vec<String> = std::fs::read_dir(&dist)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        plugins.sort();
+        for plugin in &plugins {
             let output = Command::new(env!("CARGO_BIN_EXE_talaria"))
-                .args(["plugins", "info", plugin])
+                .args(["plugins", "info", plugin.as_str()])
                 .env_clear()
                 .env("TALARIA_HOME", &home)
                 .env("HOME", &home)
@@ -115,6 +122,19 @@ impl Home {
             .stderr(Stdio::piped());
         command
     }
+}
+
+/// Lets `command` (a `talaria plugin build` of a Rust project, in a home
+/// whose environment was cleared) find cargo and rustup, which live in the
+/// real home, and share the plugins' build cache.
+pub fn rust_toolchain_env(command: &mut Command) {
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+        let value = std::env::var_os(var).unwrap_or_else(|| real_home.join(default).into());
+        command.env(var, value);
+    }
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins");
+    command.env("CARGO_TARGET_DIR", shared);
 }
 
 /// Runs to completion (killing it if it hangs) and returns its output.
@@ -343,4 +363,60 @@ pub fn peer_node() -> Option<PathBuf> {
                 node.is_file().then_some(node)
             })
     })
+}
+
+/// One raw HTTP/1.1 request (`Connection: close`): status, head (lower
+/// case) and body.
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    // A test may send a Host of its own (a DNS-rebinding check).
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {reply:?}"));
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+/// A `/proc/<pid>/status` memory field in KiB (`VmRSS` now, `VmHWM` the
+/// peak); 0 when the process is gone.
+pub fn status_kib(field: &str, pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

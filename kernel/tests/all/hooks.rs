@@ -209,3 +209,49 @@ async fn a_rewrite_that_breaks_the_schema_is_an_error_result() {
         result.content
     );
 }
+
+/// Notes handed over once, after the model's first call of a turn.
+struct NoteAfterFirstCall {
+    model: Arc<ScriptedModel>,
+    note: Mutex<Option<String>>,
+}
+
+impl Steering for NoteAfterFirstCall {
+    fn take_notes(&self) -> Vec<String> {
+        if self.model.requests().is_empty() {
+            return Vec::new();
+        }
+        self.note.lock().unwrap().take().into_iter().collect()
+    }
+}
+
+#[tokio::test]
+async fn steering_notes_reach_the_next_model_call_of_the_running_turn() {
+    let model = ScriptedModel::new(vec![
+        calls(&[("echo", r#"{"text":"hi"}"#)]),
+        text("done, in French"),
+    ]);
+    let mut rig = rig_with_hooks(std::slice::from_ref(&model), Arc::new(NoHooks));
+    rig.agent.set_steering(Some(Arc::new(NoteAfterFirstCall {
+        model: model.clone(),
+        note: Mutex::new(Some("answer in French".into())),
+    })));
+    let exit = rig.run("greet me").await.unwrap();
+    assert_eq!(exit, Exit::Final("done, in French".into()));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        !requests[0]
+            .messages
+            .iter()
+            .any(|m| m.content.contains("French")),
+        "the note arrived after the first call"
+    );
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert_eq!(
+        last.content,
+        "[The user added while you were working:]\nanswer in French"
+    );
+    assert_paired(&rig.conversation.messages);
+}

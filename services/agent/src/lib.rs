@@ -10,6 +10,7 @@ pub mod grants;
 pub mod key_health;
 pub mod knowledge;
 mod mcp_tools;
+mod messenger;
 pub mod plugins;
 pub mod session_ops;
 pub mod store;
@@ -18,6 +19,7 @@ pub mod tools;
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
 pub use knowledge::{SkillSummary, skill_roots};
 pub use mcp_tools::McpServerStatus;
+pub use messenger::{MessageTarget, Messenger};
 pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
 /// The plugin types surfaces see through the agent.

@@ -272,6 +272,9 @@ pub struct SessionPlugins {
     /// The platform adapters, when any loaded, one per platform. Nothing
     /// calls them yet (a notice says so).
     pub platforms: Option<talaria_plugin_host::PluginPlatformAdapters>,
+    /// The chat adapters, when any loaded, one per platform: the gateway
+    /// opens them.
+    pub chats: Option<talaria_plugin_host::PluginChatAdapters>,
     /// Every plugin found, loaded or not, with what became of each kind it
     /// declares, in discovery order.
     pub statuses: Vec<PluginStatus>,
@@ -404,6 +407,7 @@ pub async fn load_plugins(
     session.skins = sets.skins.map(PluginSkins::into_skins).unwrap_or_default();
     session.memory = sets.memory;
     session.platforms = sets.platforms;
+    session.chats = sets.chats;
     session
 }
 

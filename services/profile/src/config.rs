@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use talaria_kernel::Pricing;
 
 use crate::env::EnvLayer;
+use crate::gateway_config::GatewayConfig;
 use crate::mcp_config::McpServerConfig;
 
 /// One model endpoint (the primary or a fallback).
@@ -418,6 +419,15 @@ pub struct ConfigFile {
     /// The OpenAI-compatible API server (`talaria serve`).
     #[serde(skip_serializing_if = "is_default")]
     pub api_server: ApiServerConfig,
+    /// The gateway behind chat platforms.
+    #[serde(skip_serializing_if = "is_default")]
+    pub gateway: GatewayConfig,
+    /// The time zone of cron schedules (an IANA name; unset: the system's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// Scheduled jobs' limits.
+    #[serde(skip_serializing_if = "is_default")]
+    pub cron: crate::cron_config::CronConfig,
 }
 
 /// `talaria serve` (`api_server`).
@@ -559,6 +569,8 @@ impl ConfigFile {
                 }
             })?;
         }
+        crate::gateway_config::check(&mut config.gateway, text, path, env)?;
+        crate::cron_config::check(config.timezone.as_deref(), &config.cron, text, path)?;
         Ok(config)
     }
 
@@ -602,15 +614,29 @@ pub fn expand(value: &str, env: &EnvLayer) -> Result<String, String> {
     Ok(out)
 }
 
+/// The error for `message` at 1-based (line, column) `at` of the file at `path`.
+pub(crate) fn invalid_at(
+    path: &Path,
+    (line, column): (usize, usize),
+    message: String,
+) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.to_owned(),
+        line,
+        column,
+        message,
+    }
+}
+
 /// 1-based line and column of the first occurrence of `needle`.
-fn locate(text: &str, needle: &str) -> (usize, usize) {
+pub(crate) fn locate(text: &str, needle: &str) -> (usize, usize) {
     text.find(needle)
         .map_or((1, 1), |offset| position(text, offset))
 }
 
 /// 1-based line and column of the key `name` (bare or quoted) in the lines after the first
 /// `section` key.
-fn locate_after(text: &str, section: &str, name: &str) -> (usize, usize) {
+pub(crate) fn locate_after(text: &str, section: &str, name: &str) -> (usize, usize) {
     let Some(start) = text.find(&format!("{section}:")) else {
         return (1, 1);
     };

@@ -95,6 +95,11 @@ pub fn effective(config: &ConfigFile) -> Result<Value, ConfigEditError> {
         "api_server",
         serde_yaml_ng::to_value(&config.api_server).map_err(yaml)?,
     );
+    // Adapter settings named like secrets (`token`, `password`) are masked below.
+    put(
+        "gateway",
+        serde_yaml_ng::to_value(&config.gateway).map_err(yaml)?,
+    );
     // Header and env values of MCP servers are credentials whatever their name says.
     let mut servers = config.mcp_servers.clone();
     for server in servers.values_mut() {

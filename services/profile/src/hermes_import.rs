@@ -1,6 +1,7 @@
 //! `talaria import hermes`: brings a Hermes Agent home over — skills,
-//! MEMORY.md/USER.md, SOUL.md, API keys from its `.env`, and the config keys
-//! that have a Talaria equivalent. Nothing in the profile is replaced unless
+//! MEMORY.md/USER.md, SOUL.md, API keys from its `.env`, the config keys
+//! that have a Talaria equivalent, and the chat platforms of its gateway
+//! (`hermes_gateway`). Nothing in the profile is replaced unless
 //! asked; everything kept, skipped or not mappable is reported.
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use serde_yaml_ng::Value;
 
 use crate::config_edit::{ConfigEditError, set};
 use crate::env::EnvLayer;
+use crate::hermes_gateway::{GatewayImport, parse_dotenv};
 use crate::home::ProfileHome;
 
 /// What an import did.
@@ -20,6 +22,9 @@ pub struct ImportReport {
     pub kept: Vec<String>,
     /// Hermes settings with no Talaria equivalent, by dotted key.
     pub unmapped: Vec<String>,
+    /// The chat platforms written under `gateway.platforms` (each needs a
+    /// chat adapter plugin that serves it).
+    pub gateway_platforms: Vec<String>,
 }
 
 /// An import that could not run.
@@ -94,8 +99,17 @@ pub fn import_hermes(
     if soul.is_file() {
         copy_file(&soul, &home.soul_file(), overwrite, &mut report)?;
     }
-    import_keys(&from.join(".env"), &home.env_file(), overwrite, &mut report)?;
-    // Keys just imported into .env may be what the imported settings refer to.
+    let hermes_env = std::fs::read_to_string(from.join(".env")).unwrap_or_default();
+    let mut gateway = GatewayImport::from_env(&parse_dotenv(&hermes_env));
+    import_keys(
+        &from.join(".env"),
+        &home.env_file(),
+        overwrite,
+        gateway.secrets(),
+        &mut report,
+    )?;
+    // Keys just imported into .env may be what the imported settings refer to
+    // (`${TELEGRAM_BOT_TOKEN}`): every config edit below validates with them.
     let env = env
         .reload_dotenv(&home.env_file())
         .map_err(|error| ImportError::HermesConfig {
@@ -104,8 +118,9 @@ pub fn import_hermes(
         })?;
     let config = from.join("config.yaml");
     if config.is_file() {
-        import_config(&config, home, overwrite, &env, &mut report)?;
+        import_config(&config, home, overwrite, &env, &mut gateway, &mut report)?;
     }
+    gateway.apply(home, overwrite, &env, &mut report)?;
     Ok(report)
 }
 
@@ -150,13 +165,14 @@ fn copy_tree(
 /// Hermes's `.env` names that Talaria spells differently.
 const RENAMED_KEYS: &[(&str, &str)] = &[("API_SERVER_KEY", "TALARIA_API_SERVER_KEY")];
 
-/// API keys (`*_API_KEY`, `*_TOKEN`, and the API server's key, renamed) from
-/// Hermes's `.env`, appended to the profile's `.env` unless the name is set
-/// there. Values are never printed.
+/// API keys (`*_API_KEY`, `*_TOKEN`, the API server's key, renamed, and the
+/// `secrets` the gateway settings name) from Hermes's `.env`, appended to the
+/// profile's `.env` unless the name is set there. Values are never printed.
 fn import_keys(
     from: &Path,
     to: &Path,
     overwrite: bool,
+    secrets: &std::collections::BTreeSet<String>,
     report: &mut ImportReport,
 ) -> Result<(), ImportError> {
     let Ok(text) = std::fs::read_to_string(from) else {
@@ -181,7 +197,8 @@ fn import_keys(
             .iter()
             .find(|(hermes, _)| *hermes == name)
             .map(|(_, ours)| *ours);
-        if renamed.is_none() && !(name.ends_with("_API_KEY") || name.ends_with("_TOKEN")) {
+        let key = name.ends_with("_API_KEY") || name.ends_with("_TOKEN") || secrets.contains(name);
+        if renamed.is_none() && !key {
             continue;
         }
         let ours = renamed.unwrap_or(name);
@@ -276,6 +293,7 @@ fn import_config(
     home: &ProfileHome,
     overwrite: bool,
     env: &EnvLayer,
+    gateway: &mut GatewayImport,
     report: &mut ImportReport,
 ) -> Result<(), ImportError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
@@ -284,10 +302,13 @@ fn import_config(
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-    let servers = match &mut document {
-        Value::Mapping(map) => map.remove("mcp_servers"),
-        _ => None,
+    let (servers, platforms) = match &mut document {
+        Value::Mapping(map) => (map.remove("mcp_servers"), map.remove("platforms")),
+        _ => (None, None),
     };
+    if let Some(platforms) = platforms {
+        gateway.add_config(&platforms);
+    }
     let ours: Value = std::fs::read_to_string(home.config_file())
         .ok()
         .and_then(|t| serde_yaml_ng::from_str(&t).ok())

@@ -81,6 +81,11 @@ impl ProfileHome {
         self.root.join("pairing")
     }
 
+    /// Scheduled jobs: `cron/jobs.json` and their runs' output.
+    pub fn cron_dir(&self) -> PathBuf {
+        self.root.join("cron")
+    }
+
     /// Per-session files (spilled tool output): `sessions/<id>/`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")

@@ -8,7 +8,10 @@
 
 pub mod config;
 pub mod config_edit;
+pub mod cron_config;
 pub mod env;
+pub mod gateway_config;
+mod hermes_gateway;
 pub mod hermes_import;
 mod hermes_mcp;
 pub mod home;
@@ -17,11 +20,15 @@ mod load;
 pub mod mcp_config;
 pub mod profiles;
 pub mod settings;
+pub mod webhook_config;
 
 pub use config::{ConfigError, ConfigFile};
+pub use cron_config::CronConfig;
 pub use env::EnvLayer;
+pub use gateway_config::{BusyMode, GatewayConfig, GroupSessions, HomeChannel, PlatformConfig};
 pub use home::ProfileHome;
 pub use load::{LoadError, load_profile};
 pub use mcp_config::{McpApproval, McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
+pub use webhook_config::{ChatAddress, WebhookConfig, WebhookRouteConfig, WebhookSignature};

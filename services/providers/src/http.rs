@@ -26,6 +26,41 @@ const DRAIN_BYTES: usize = 64 << 10;
 
 static SHARED_CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
 
+static CONNECTIONS: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+
+/// The runtime every request of the shared client is sent from. A pooled
+/// connection is driven by a task of the runtime that opened it, and
+/// surfaces run agents on runtimes of their own that end with the run (a
+/// gateway turn, an API request): a connection opened there would be dead
+/// for the next run that takes it from the pool ("dispatch task is gone"),
+/// and its retry would ask the model twice. This runtime lives as long as
+/// the process, so the pool works from every runtime.
+fn connections() -> Result<&'static tokio::runtime::Runtime, ModelError> {
+    CONNECTIONS
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("talaria-http")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| ModelError::Connect {
+            message: format!("cannot start the HTTP runtime: {e}"),
+        })
+}
+
+/// Aborts a task when the request waiting for it is dropped (cancelled or
+/// timed out), so nothing keeps talking to the provider on its behalf.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The process-wide client (one connection pool for every provider).
 pub fn shared_client() -> Result<reqwest::Client, ConfigError> {
     if let Some(client) = SHARED_CLIENT.get() {
@@ -68,9 +103,14 @@ impl Exchange<'_> {
     /// Sends the request and returns the body of a successful response;
     /// unsuccessful statuses are read and classified.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Result<Body<'_>, ModelError> {
+        let sending = connections()?.spawn(request.send());
+        let _abort = AbortOnDrop(sending.abort_handle());
         let response = self
-            .guard(request.send())
+            .guard(sending)
             .await?
+            .map_err(|e| ModelError::Connect {
+                message: format!("{}: the request was lost: {e}", self.provider),
+            })?
             .map_err(|e| errors::from_send_error(self.provider, &e))?;
         let status = response.status();
         let headers = response.headers().clone();

@@ -167,7 +167,13 @@ impl Profile {
         match surface {
             "cli" | "acp" | "gateway" => open(&[]),
             // Nobody is there to answer a question.
-            "cron" | "mcp" | "api" => open(&["clarify"]),
+            "mcp" | "api" => open(&["clarify"]),
+            // A scheduled run neither asks, nor schedules more runs, nor
+            // writes to chats on its own (its answer is delivered for it).
+            "cron" => Self {
+                excluded_tools: strings(&["clarify", "cronjob", "send_message"]),
+                ..open(&["clarify"])
+            },
             // A delegated child neither delegates further, asks the user nor
             // writes the parent's memory.
             "child" => Self {
@@ -277,6 +283,8 @@ mod tests {
             entry("web_search", "web", true),
             entry("web_post", "web", false),
             entry("clarify", "clarify", true),
+            entry("cronjob", "cronjob", false),
+            entry("send_message", "messaging", false),
         ]
     }
 
@@ -364,6 +372,12 @@ mod tests {
                 "{surface}"
             );
         }
+        let (cron, _) = Selection::default().visible(
+            &Toolsets::default(),
+            &Profile::for_surface("cron"),
+            &entries(),
+        );
+        assert!(!cron.contains("cronjob") && !cron.contains("send_message"));
         let (child, _) = Selection::default().visible(
             &Toolsets::default(),
             &Profile::for_surface("child"),

@@ -249,6 +249,7 @@ async fn build(
         approver,
         resume,
         editor,
+        messenger: None,
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

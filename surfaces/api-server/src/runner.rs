@@ -323,6 +323,7 @@ impl Runner {
             approver: Arc::new(DenyAll),
             resume: Some(session_id),
             editor: None,
+            messenger: None,
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

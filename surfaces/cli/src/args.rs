@@ -58,6 +58,13 @@ pub enum Command {
     /// Chat-platform pairings: list the requests and paired users, approve a code, revoke a user.
     #[command(subcommand)]
     Pairing(PairingCommand),
+    /// Scheduled jobs: add, list, show, pause, resume and remove them.
+    #[command(subcommand)]
+    Cron(crate::cron_cmd::CronCommand),
+    /// The chat gateway of this profile: its status, stopping it, and a
+    /// systemd user unit to run it.
+    #[command(subcommand)]
+    Gateway(GatewayCommand),
     /// Serve an editor's agent panel over the Agent Client Protocol on stdin/stdout.
     Acp(AcpArgs),
     /// Serve an OpenAI-compatible API (chat completions, responses, models) on
@@ -254,6 +261,26 @@ pub enum PairingCommand {
     },
 }
 
+/// `talaria gateway …`.
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// Run this profile's gateway in the foreground (logs on stderr): one
+    /// agent behind the chat platforms under `gateway.platforms`.
+    Run {
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Whether this profile's gateway runs, and its pid (exit 1 when not).
+    Status,
+    /// Stop this profile's gateway (SIGTERM) and wait until it ends.
+    Stop,
+    /// Write a systemd user unit running this profile's gateway, and print
+    /// how to enable it (nothing is enabled or started).
+    Install,
+    /// Remove the unit `install` wrote.
+    Uninstall,
+}
+
 /// `talaria session …`.
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
@@ -367,7 +394,8 @@ pub enum ImportCommand {
 pub enum PluginCommand {
     #[command(flatten)]
     Installed(InstalledCommand),
-    /// Create a buildable tool plugin project (manifest, Cargo.toml, an example tool).
+    /// Create a buildable plugin project: a tool plugin (manifest, Cargo.toml, an example
+    /// tool), or with --kind adapter a chat adapter for the gateway.
     New {
         /// Plugin name (lowercase letters, digits and '-').
         name: String,
@@ -377,6 +405,10 @@ pub enum PluginCommand {
         /// Language of the project: rust (default), js, python or zig.
         #[arg(long, value_name = "LANG")]
         lang: Option<String>,
+        /// What the plugin provides: tool (default), or adapter (a chat adapter for
+        /// `talaria gateway run`; Rust only for now).
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
     },
     /// Build a plugin project into DIR/dist/NAME, ready to drop into a plugin directory.
     Build {

@@ -53,6 +53,7 @@ pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String
         approver: std::sync::Arc::new(talaria_approval::DenyAll),
         resume: None,
         editor: None,
+        messenger: None,
     };
     Agent::build(&settings, home, options)
         .await

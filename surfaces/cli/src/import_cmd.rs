@@ -1,5 +1,7 @@
 //! `talaria import hermes`.
 
+use std::collections::BTreeSet;
+
 use talaria_profile::hermes_import::import_hermes;
 use talaria_profile::{EnvLayer, ProfileHome};
 
@@ -7,7 +9,7 @@ use crate::args::ImportCommand;
 use crate::exit::{Status, usage_error};
 
 /// Runs one import.
-pub fn run(command: ImportCommand, home: &ProfileHome) -> Status {
+pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
     let ImportCommand::Hermes { from, overwrite } = command;
     let Some(from) = from
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".hermes")))
@@ -37,8 +39,45 @@ pub fn run(command: ImportCommand, home: &ProfileHome) -> Status {
                     println!("  - {key}");
                 }
             }
+            if !report.gateway_platforms.is_empty() {
+                let served = match chat_platforms(home).await {
+                    Ok(served) => served,
+                    Err(error) => {
+                        println!("Cannot tell which chat adapter plugins are installed: {error}");
+                        return Status::Answered;
+                    }
+                };
+                let missing: Vec<&String> = report
+                    .gateway_platforms
+                    .iter()
+                    .filter(|platform| !served.contains(*platform))
+                    .collect();
+                if !missing.is_empty() {
+                    println!(
+                        "No chat adapter plugin is installed for these platforms yet; their settings \
+                         are ready for one (until then `talaria gateway run` skips them):"
+                    );
+                    for platform in missing {
+                        println!("  ! gateway.platforms.{platform}");
+                    }
+                }
+            }
             Status::Answered
         }
         Err(error) => usage_error(&error.to_string()),
     }
+}
+
+/// The platforms the chat adapter plugins found for this profile serve (as
+/// `talaria gateway run` would load them).
+async fn chat_platforms(home: &ProfileHome) -> Result<BTreeSet<String>, String> {
+    let approvals = home.root().join("gateway").join("approvals.always");
+    let exec = talaria_plugin_host::ExecServices::deny_all(&approvals)?;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| home.root().to_path_buf());
+    let plugins =
+        talaria_agent::plugins::load_plugins(home, &cwd, "gateway", exec, None, None).await;
+    Ok(plugins
+        .chats
+        .map(|chats| chats.adapters().into_iter().map(|a| a.platform).collect())
+        .unwrap_or_default())
 }

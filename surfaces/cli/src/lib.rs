@@ -6,8 +6,10 @@ mod approver;
 mod args;
 mod commands_cmd;
 mod config_cmd;
+mod cron_cmd;
 mod distribution;
 mod exit;
+mod gateway_cmd;
 mod import_cmd;
 mod mcp_cmd;
 mod mcp_serve_cmd;
@@ -122,9 +124,12 @@ pub fn main() -> ExitCode {
             Some(args::Command::Plugin(args::PluginCommand::Installed(command))) => {
                 plugins::run(command, &home).await
             }
-            Some(args::Command::Plugin(args::PluginCommand::New { name, dir, lang })) => {
-                plugin_dev::new(&name, dir, lang.as_deref())
-            }
+            Some(args::Command::Plugin(args::PluginCommand::New {
+                name,
+                dir,
+                lang,
+                kind,
+            })) => plugin_dev::new(&name, dir, lang.as_deref(), kind.as_deref()),
             Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
                 plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
             }
@@ -133,10 +138,20 @@ pub fn main() -> ExitCode {
             }
             Some(args::Command::Config(command)) => config_cmd::run(command, &home),
             Some(args::Command::Session(command)) => sessions_cmd::run(command, &home),
-            Some(args::Command::Import(command)) => import_cmd::run(command, &home),
+            Some(args::Command::Import(command)) => import_cmd::run(command, &home).await,
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
+            Some(args::Command::Cron(command)) => cron_cmd::run(command, &home).await,
+            Some(args::Command::Gateway(command)) => {
+                let name = cli.profile.clone().unwrap_or_else(|| profiles.active());
+                let profile = gateway_cmd::GatewayProfile {
+                    home: &home,
+                    name: (name != talaria_profile::DEFAULT_PROFILE).then_some(name.as_str()),
+                    root: profiles.root(),
+                };
+                gateway_cmd::run(command, &profile).await
+            }
             Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
             // Before the config is read: a broken profile still serves (runs report it).
             Some(args::Command::Mcp(args::McpCommand::Serve(serve_args))) => {

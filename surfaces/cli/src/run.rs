@@ -118,6 +118,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         approver,
         resume: resume.clone(),
         editor: None,
+        messenger: None,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

@@ -1,8 +1,55 @@
-//! The gateway: one agent behind chat platforms (issue 24, being built).
-//! So far: [`split_message`], which cuts a long answer into messages under a
-//! platform's limit without breaking its code blocks. Who may talk is
-//! `talaria-pairing`'s.
+//! The gateway: one agent behind chat platforms (issue 24).
+//!
+//! - [`ports`]: what the gateway needs from outside — a platform
+//!   [`Connection`](ports::Connection) opened by a [`Connector`](ports::Connector)
+//!   (the chat adapter plugin), and a [`TurnRunner`](ports::TurnRunner) (the agent).
+//! - [`driver`]: one task per account holds its connection, reconnecting with
+//!   backoff; others reach it through an [`Outbox`].
+//! - [`gateway`]: each inbound message is authorized (`talaria-pairing`),
+//!   routed to its session ([`router`]), and run under its session's lease
+//!   with the platform's busy mode ([`turns`]); approvals are asked in the
+//!   chat ([`approvals`]); answers are split and sent with retries ([`delivery`]).
+//! - `runner` (feature `agent`, on by default): the real turn runner, an agent
+//!   built from the profile per turn.
+//! - [`webhook`]: the listener for signed webhook deliveries.
+//! - [`cron`]: a tick of the scheduled jobs (run, saved, delivered).
+//! - [`GatewayLock`]: one gateway per profile; [`ServiceUnit`]: the systemd
+//!   user unit of `talaria gateway install`.
 
+pub mod approvals;
+pub mod attachments;
+pub mod clock;
+pub mod cron;
+pub mod delivery;
+pub mod driver;
+pub mod gateway;
+mod lock;
+#[cfg(feature = "agent")]
+mod plugin_port;
+pub mod ports;
+pub mod router;
+#[cfg(feature = "agent")]
+pub mod runner;
+#[cfg(feature = "agent")]
+pub mod serve;
+mod service;
 mod split;
+pub mod turns;
+pub mod webhook;
 
-pub use split::{Measure, split_message};
+#[cfg(test)]
+mod tests;
+
+pub use driver::{AccountDriver, Outbox, account};
+pub use gateway::{AccountSettings, Gateway, Shared, spawn_account};
+pub use lock::{GatewayLock, LockError, PID_FILE, running};
+#[cfg(feature = "agent")]
+pub use runner::AgentRunner;
+pub use service::{ServiceError, ServiceUnit, user_unit_dir};
+pub use split::{LengthUnit, split_message};
+
+/// A line on standard error: the gateway runs as a daemon and logs there.
+pub(crate) fn log(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "talaria gateway: {line}");
+}

@@ -4,32 +4,23 @@
 //! one message and opened again, with its language, at the start of the next,
 //! so each message renders on its own.
 
-/// How a platform counts a message's length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    /// Unicode scalar values (most platforms).
-    Chars,
-    /// UTF-8 bytes (IRC).
-    Bytes,
-    /// UTF-16 code units (Telegram).
-    Utf16,
+pub use talaria_plugin_host::LengthUnit;
+
+/// The length of `text` counted in `unit`.
+fn length(unit: LengthUnit, text: &str) -> usize {
+    match unit {
+        LengthUnit::Chars => text.chars().count(),
+        LengthUnit::Bytes => text.len(),
+        LengthUnit::Utf16 => text.encode_utf16().count(),
+    }
 }
 
-impl Measure {
-    fn of(self, text: &str) -> usize {
-        match self {
-            Measure::Chars => text.chars().count(),
-            Measure::Bytes => text.len(),
-            Measure::Utf16 => text.encode_utf16().count(),
-        }
-    }
-
-    fn of_char(self, c: char) -> usize {
-        match self {
-            Measure::Chars => 1,
-            Measure::Bytes => c.len_utf8(),
-            Measure::Utf16 => c.len_utf16(),
-        }
+/// The length of `c` counted in `unit`.
+fn char_length(unit: LengthUnit, c: char) -> usize {
+    match unit {
+        LengthUnit::Chars => 1,
+        LengthUnit::Bytes => c.len_utf8(),
+        LengthUnit::Utf16 => c.len_utf16(),
     }
 }
 
@@ -38,12 +29,12 @@ const MIN_LIMIT: usize = 32;
 
 /// `text` as messages of at most `limit` (at least 32) by `measure`; one
 /// message when it fits. Empty text gives no message.
-pub fn split_message(text: &str, limit: usize, measure: Measure) -> Vec<String> {
+pub fn split_message(text: &str, limit: usize, measure: LengthUnit) -> Vec<String> {
     let limit = limit.max(MIN_LIMIT);
     if text.is_empty() {
         return Vec::new();
     }
-    if measure.of(text) <= limit {
+    if length(measure, text) <= limit {
         return vec![text.to_owned()];
     }
     let mut out = Splitter {
@@ -61,7 +52,7 @@ pub fn split_message(text: &str, limit: usize, measure: Measure) -> Vec<String> 
 }
 
 struct Splitter {
-    measure: Measure,
+    measure: LengthUnit,
     limit: usize,
     messages: Vec<String>,
     current: String,
@@ -75,7 +66,7 @@ impl Splitter {
     /// What closing an open block at a cut adds.
     fn closing(&self) -> usize {
         if self.fence.is_some() && !self.closes_block {
-            self.measure.of("\n```")
+            length(self.measure, "\n```")
         } else {
             0
         }
@@ -84,7 +75,7 @@ impl Splitter {
     /// Room for text in the current message, keeping space to close a block.
     fn room(&self) -> usize {
         self.limit
-            .saturating_sub(self.measure.of(&self.current))
+            .saturating_sub(length(self.measure, &self.current))
             .saturating_sub(self.closing())
     }
 
@@ -94,7 +85,7 @@ impl Splitter {
         let bare = format!("{}\n", fence_marker(line));
         let line = if self.fence.is_none()
             && opens_fence(line)
-            && self.measure.of(line.trim_end()) * 4 > self.limit
+            && length(self.measure, line.trim_end()) * 4 > self.limit
         {
             bare.as_str()
         } else {
@@ -106,7 +97,7 @@ impl Splitter {
             .is_some_and(|open| opens_fence(line) && fence_marker(open) == fence_marker(line));
         let mut rest = line;
         while !rest.is_empty() {
-            if self.measure.of(rest) <= self.room() {
+            if length(self.measure, rest) <= self.room() {
                 self.current.push_str(rest);
                 break;
             }
@@ -115,7 +106,7 @@ impl Splitter {
                 let fresh = self
                     .limit
                     .saturating_sub(self.reopen_len() + self.closing());
-                if self.measure.of(rest) <= fresh {
+                if length(self.measure, rest) <= fresh {
                     self.cut();
                     continue;
                 }
@@ -147,7 +138,7 @@ impl Splitter {
     fn reopen_len(&self) -> usize {
         self.fence
             .as_ref()
-            .map_or(0, |f| self.measure.of(f) + self.measure.of("\n"))
+            .map_or(0, |f| length(self.measure, f) + length(self.measure, "\n"))
     }
 
     /// Bytes of `text` that fit in the room left, ending after a space when
@@ -158,7 +149,7 @@ impl Splitter {
         let mut end = 0;
         let mut last_space = None;
         for (at, c) in text.char_indices() {
-            let size = self.measure.of_char(c);
+            let size = char_length(self.measure, c);
             if used + size > room {
                 break;
             }
@@ -232,12 +223,12 @@ fn fence_marker(opening: &str) -> &'static str {
 mod tests {
     use super::*;
 
-    fn check(messages: &[String], limit: usize, measure: Measure) {
+    fn check(messages: &[String], limit: usize, measure: LengthUnit) {
         for message in messages {
             assert!(
-                measure.of(message) <= limit,
+                length(measure, message) <= limit,
                 "{} > {limit}: {message:?}",
-                measure.of(message)
+                length(measure, message)
             );
             let fences = message
                 .lines()
@@ -249,16 +240,16 @@ mod tests {
 
     #[test]
     fn short_text_is_one_message_and_empty_text_none() {
-        assert_eq!(split_message("hi", 100, Measure::Chars), ["hi"]);
-        assert!(split_message("", 100, Measure::Chars).is_empty());
+        assert_eq!(split_message("hi", 100, LengthUnit::Chars), ["hi"]);
+        assert!(split_message("", 100, LengthUnit::Chars).is_empty());
     }
 
     #[test]
     fn cuts_fall_between_lines_and_keep_every_line() {
         let text: String = (0..30).map(|i| format!("line number {i}\n")).collect();
-        let messages = split_message(&text, 100, Measure::Chars);
+        let messages = split_message(&text, 100, LengthUnit::Chars);
         assert!(messages.len() > 1);
-        check(&messages, 100, Measure::Chars);
+        check(&messages, 100, LengthUnit::Chars);
         assert_eq!(messages.join("\n") + "\n", text, "nothing lost or added");
     }
 
@@ -266,8 +257,8 @@ mod tests {
     fn a_code_block_cut_in_two_is_closed_and_reopened_with_its_language() {
         let code: String = (0..20).map(|i| format!("let x{i} = {i};\n")).collect();
         let text = format!("Here:\n```rust\n{code}```\nDone.\n");
-        let messages = split_message(&text, 120, Measure::Chars);
-        check(&messages, 120, Measure::Chars);
+        let messages = split_message(&text, 120, LengthUnit::Chars);
+        check(&messages, 120, LengthUnit::Chars);
         assert!(messages.len() >= 3, "{messages:#?}");
         assert!(messages[1].starts_with("```rust\n"), "{messages:#?}");
         assert!(messages[0].ends_with("```"), "{messages:#?}");
@@ -283,16 +274,16 @@ mod tests {
     #[test]
     fn a_long_line_is_cut_at_spaces_and_a_long_word_anywhere() {
         let words = "word ".repeat(100);
-        let messages = split_message(&words, 64, Measure::Chars);
-        check(&messages, 64, Measure::Chars);
+        let messages = split_message(&words, 64, LengthUnit::Chars);
+        check(&messages, 64, LengthUnit::Chars);
         assert!(
             messages
                 .iter()
                 .all(|m| !m.contains("wor\n") && m.starts_with("word"))
         );
         let word = "x".repeat(200);
-        let messages = split_message(&word, 64, Measure::Chars);
-        check(&messages, 64, Measure::Chars);
+        let messages = split_message(&word, 64, LengthUnit::Chars);
+        check(&messages, 64, LengthUnit::Chars);
         assert_eq!(messages.concat(), word);
     }
 
@@ -301,7 +292,7 @@ mod tests {
         // 5 code lines of 10 characters: the closing fence fills the message exactly.
         let text = format!("```\n{}```\nafter\n", "123456789\n".repeat(5));
         let limit = text.chars().count() - "after\n".len();
-        let messages = split_message(&text, limit.max(MIN_LIMIT), Measure::Chars);
+        let messages = split_message(&text, limit.max(MIN_LIMIT), LengthUnit::Chars);
         assert_eq!(messages.len(), 2, "{messages:#?}");
         assert!(messages[0].ends_with("123456789\n```"), "{messages:#?}");
         assert_eq!(messages[1], "after");
@@ -310,8 +301,8 @@ mod tests {
     #[test]
     fn a_long_fence_line_at_a_small_limit_still_ends() {
         let text = format!("```{}\n{}\n```\n", "x".repeat(100), "code ".repeat(40));
-        let messages = split_message(&text, 32, Measure::Chars);
-        check(&messages, 32, Measure::Chars);
+        let messages = split_message(&text, 32, LengthUnit::Chars);
+        check(&messages, 32, LengthUnit::Chars);
         assert!(messages.len() > 3);
         assert_eq!(messages[1].lines().next(), Some("```"), "{messages:#?}");
     }
@@ -319,7 +310,7 @@ mod tests {
     #[test]
     fn limits_are_counted_as_the_platform_counts() {
         let text = "é🙂".repeat(40);
-        for measure in [Measure::Chars, Measure::Bytes, Measure::Utf16] {
+        for measure in [LengthUnit::Chars, LengthUnit::Bytes, LengthUnit::Utf16] {
             let messages = split_message(&text, 50, measure);
             check(&messages, 50, measure);
             assert_eq!(messages.concat(), text, "{measure:?}");

@@ -48,6 +48,67 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
         })
 }
 
+/// Why a request body could not be read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Longer than the limit (declared or as sent): answer 413.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// Not all there within the read timeout: answer 408 and close.
+    TooSlow {
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The connection broke or the body was malformed: answer 400.
+    Broken(String),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::TooLarge { limit } => {
+                write!(f, "request body too large: the limit is {limit} bytes")
+            }
+            BodyError::TooSlow { timeout } => write!(
+                f,
+                "the request body did not arrive within {} s",
+                timeout.as_secs_f32()
+            ),
+            BodyError::Broken(error) => write!(f, "cannot read the request body: {error}"),
+        }
+    }
+}
+
+/// Reads a request body of at most `limit` bytes within `timeout`: a
+/// `Content-Length` over the limit is refused before reading, and a client
+/// that sends its body too slowly is cut off.
+pub async fn read_body(
+    headers: &http::HeaderMap,
+    body: Incoming,
+    limit: usize,
+    timeout: Duration,
+) -> Result<bytes::Bytes, BodyError> {
+    use http_body_util::BodyExt;
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(BodyError::TooLarge { limit });
+    }
+    let read = http_body_util::Limited::new(body, limit).collect();
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
+            Err(BodyError::TooLarge { limit })
+        }
+        Ok(Err(error)) => Err(BodyError::Broken(error.to_string())),
+        Err(_) => Err(BodyError::TooSlow { timeout }),
+    }
+}
+
 /// Serves each connection accepted on `listener` with a service from
 /// `service`, until `shutdown` is cancelled. `name` tags the log lines on
 /// stderr (`talaria NAME: accept failed: …`), written without panicking when

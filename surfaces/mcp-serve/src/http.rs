@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::SessionManager;
@@ -22,7 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use talaria_http_listener::{Limits, accept, bind};
+use talaria_http_listener::{BodyError, Limits, accept, bind, read_body};
 use tokio_util::sync::CancellationToken;
 
 use crate::ServeError;
@@ -245,54 +245,41 @@ impl Front {
         headers: &http::HeaderMap,
         body: Incoming,
     ) -> Result<(Bytes, Value), Reply> {
-        let limit = self.options.max_body_bytes;
-        let too_large = || {
-            rpc_error(
+        let bytes = read_body(
+            headers,
+            body,
+            self.options.max_body_bytes,
+            self.options.read_timeout,
+        )
+        .await
+        .map_err(|error| match error {
+            BodyError::TooLarge { .. } => rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32600,
-                &format!("request body too large: the limit is {limit} bytes"),
+                &error.to_string(),
                 Value::Null,
-            )
-        };
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<u64>().ok());
-        if declared.is_some_and(|length| length > limit as u64) {
-            return Err(too_large());
-        }
-        let read = Limited::new(body, limit).collect();
-        let bytes = match tokio::time::timeout(self.options.read_timeout, read).await {
-            Ok(Ok(collected)) => collected.to_bytes(),
-            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
-                return Err(too_large());
-            }
-            Ok(Err(error)) => {
-                return Err(rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    &format!("cannot read the request body: {error}"),
-                    Value::Null,
-                ));
-            }
-            Err(_) => {
+            ),
+            BodyError::Broken(_) => rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                &error.to_string(),
+                Value::Null,
+            ),
+            BodyError::TooSlow { .. } => {
                 eprintln!("talaria mcp serve: cut off a client that sent its body too slowly");
                 let mut reply = rpc_error(
                     StatusCode::REQUEST_TIMEOUT,
                     -32600,
-                    &format!(
-                        "the request body did not arrive within {} s",
-                        self.options.read_timeout.as_secs()
-                    ),
+                    &error.to_string(),
                     Value::Null,
                 );
                 reply.headers_mut().insert(
                     header::CONNECTION,
                     header::HeaderValue::from_static("close"),
                 );
-                return Err(reply);
+                reply
             }
-        };
+        })?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
             rpc_error(
                 StatusCode::BAD_REQUEST,

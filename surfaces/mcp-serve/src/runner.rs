@@ -259,6 +259,7 @@ async fn run_agent(
         approver: Arc::new(DenyAll),
         resume,
         editor: None,
+        messenger: None,
     };
     let mut agent = Agent::build(&settings, &home, options)
         .await

@@ -9,12 +9,44 @@ use std::io;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 
 /// Longest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Runs `serve` on a listener bound to 127.0.0.1:`port` (0: any), on a
+/// thread named `name-<port>` with a runtime of its own: the bound address
+/// and the thread.
+pub(crate) fn serve_on_thread<F, Fut>(
+    name: &str,
+    port: u16,
+    serve: F,
+) -> io::Result<(std::net::SocketAddr, std::thread::JoinHandle<()>)>
+where
+    F: FnOnce(TcpListener) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let label = name.to_owned();
+    let thread = std::thread::Builder::new()
+        .name(format!("{name}-{}", addr.port()))
+        .spawn(move || {
+            runtime.block_on(async move {
+                match TcpListener::from_std(std_listener) {
+                    Ok(listener) => serve(listener).await,
+                    Err(e) => eprintln!("{label}: cannot listen: {e}"),
+                }
+            });
+        })?;
+    Ok((addr, thread))
+}
 
 /// A parsed request.
 #[derive(Debug)]

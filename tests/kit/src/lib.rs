@@ -24,7 +24,9 @@
 mod anthropic;
 pub mod assertions;
 mod http;
+pub mod ngircd;
 mod openai;
+pub mod pki;
 mod recorder;
 mod render;
 mod responses;
@@ -32,6 +34,7 @@ mod script;
 mod server;
 pub mod sshd;
 mod static_files;
+pub mod telegram;
 
 pub use recorder::{Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
 pub use script::{Script, ScriptError, Step, StepKind, ToolCall};

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::http::{Connection, Ending, Framing, Request, Response};
+use crate::http::{Connection, Ending, Framing, Request, Response, serve_on_thread};
 use crate::recorder::{self, RecordedRequest, Wire};
 use crate::render::{Call, Completion, Finish, SseEvent, Usage, tokens};
 use crate::script::{Script, Step, StepKind};
@@ -117,25 +117,13 @@ impl ScriptedServer {
 
     /// [`ScriptedServer::spawn`] with explicit options.
     pub fn spawn_with(script: impl Into<Script>, options: ServerOptions) -> io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", options.port))?;
-        std_listener.set_nonblocking(true)?;
-        let addr = std_listener.local_addr()?;
+        let port = options.port;
         let (shutdown, stop) = watch::channel(false);
         let shared = Arc::new(Shared::new(script.into(), options, stop));
         let server = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name(format!("scripted-server-{}", addr.port()))
-            .spawn(move || {
-                runtime.block_on(async move {
-                    match TcpListener::from_std(std_listener) {
-                        Ok(listener) => accept_loop(listener, server).await,
-                        Err(e) => eprintln!("scripted server: cannot listen: {e}"),
-                    }
-                });
-            })?;
+        let (addr, thread) = serve_on_thread("scripted-server", port, move |listener| {
+            accept_loop(listener, server)
+        })?;
         Ok(Self {
             addr,
             shared,

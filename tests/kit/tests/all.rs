@@ -8,6 +8,8 @@ mod common;
 mod anthropic;
 #[path = "all/assertions.rs"]
 mod assertions;
+#[path = "all/ngircd.rs"]
+mod ngircd;
 #[path = "all/openai.rs"]
 mod openai;
 #[path = "all/responses.rs"]

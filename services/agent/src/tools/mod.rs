@@ -2,9 +2,10 @@
 //! than in a plugin's sandbox ([`native_tools`] lists every one).
 //!
 //! The rule for when a tool may be native: it needs the loop or the session
-//! (their state, their stores, the dispatcher itself) — `todo`, `memory`,
-//! the skill tools, `session_search`, `execute_code` (calls back into the
-//! dispatcher), `delegate_task` (builds child agents), later `clarify`.
+//! (their state, their stores, the dispatcher itself, the surface's chats) —
+//! `todo`, `memory`, the skill tools, `session_search`, `execute_code` (calls
+//! back into the dispatcher), `delegate_task` (builds child agents),
+//! `send_message` (the gateway's connections), later `clarify`.
 //! Everything that touches the world (files, processes, the network) is a
 //! plugin, granted its capabilities by the user: `fs`, `terminal`, web tools.
 //!
@@ -16,6 +17,7 @@
 mod delegate;
 mod execute_code;
 mod memory;
+mod send_message;
 mod session_search;
 mod skills;
 mod todo;
@@ -39,6 +41,7 @@ pub use execute_code::{
     MAX_TOOL_CALLS, SOCKET_ENV, ToolsHandle,
 };
 pub use memory::MemoryTool;
+pub use send_message::SendMessageTool;
 pub use session_search::SessionSearchTool;
 pub use skills::{ScanFn, skill_tools, threat_scan};
 pub use todo::TodoTool;
@@ -75,6 +78,8 @@ pub(crate) struct NativeToolInputs<'a> {
     /// Whether a user can answer an approval prompt (else `execute_code` is
     /// offered only where no prompt is needed: in a sandbox or yolo mode).
     pub someone_can_approve: bool,
+    /// Where `send_message` delivers, when the surface has chats.
+    pub messenger: Option<Arc<dyn crate::Messenger>>,
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -99,6 +104,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         cwd,
         scratch_root,
         someone_can_approve,
+        messenger,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -107,6 +113,9 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     tools.extend(skill_tools(knowledge.skill_manager(), threat_scan()));
     if let Some(db) = db {
         tools.push(Arc::new(SessionSearchTool::new(db.clone(), auxiliary)));
+    }
+    if let Some(messenger) = messenger {
+        tools.push(Arc::new(SendMessageTool::new(messenger)));
     }
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {

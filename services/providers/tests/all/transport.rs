@@ -363,3 +363,92 @@ async fn refused_connection_is_connect() {
         );
     }
 }
+
+/// An HTTP/1.1 server that keeps connections open: every request gets the
+/// same small chat completion. Counts requests and connections.
+fn keep_alive_server() -> (String, Arc<std::sync::Mutex<(usize, usize)>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let counts = Arc::new(std::sync::Mutex::new((0, 0)));
+    let seen = counts.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            seen.lock().unwrap().1 += 1;
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    seen.lock().unwrap().0 += 1;
+                    let reply = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    if stream.write_all(head.as_bytes()).is_err()
+                        || stream.write_all(reply.as_bytes()).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, counts)
+}
+
+/// Surfaces run each agent on a runtime of its own that ends with the run
+/// (gateway turns, API requests); the shared client's pooled connection
+/// must still work for the next run, on another runtime.
+#[test]
+fn a_pooled_connection_outlives_the_runtime_that_opened_it() {
+    let (url, counts) = keep_alive_server();
+    let one_run = |url: String| {
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let config = ProviderConfig::new(&url).with_api_key("key");
+                let provider = build(ProviderKind::OpenAi, config).unwrap();
+                let conversation = Conversation::simple("hi");
+                provider
+                    .complete(
+                        conversation.request(),
+                        &Recorder::default(),
+                        &CancellationToken::new(),
+                    )
+                    .await
+                    .map(|response| response.message.content)
+            })
+        })
+        .join()
+        .unwrap()
+    };
+    assert_eq!(one_run(url.clone()), Ok("hi".to_owned()));
+    assert_eq!(one_run(url.clone()), Ok("hi".to_owned()));
+    assert_eq!(
+        *counts.lock().unwrap(),
+        (2, 1),
+        "two requests over one pooled connection"
+    );
+}

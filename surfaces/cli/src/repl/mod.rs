@@ -237,6 +237,7 @@ impl Repl {
             approver: self.view.approver(),
             resume: resume.clone(),
             editor: None,
+            messenger: None,
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

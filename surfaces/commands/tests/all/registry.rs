@@ -41,6 +41,7 @@ async fn agent() -> TestAgent {
         approver: Arc::new(talaria_approval::DenyAll),
         resume: None,
         editor: None,
+        messenger: None,
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {
