@@ -51,6 +51,8 @@ const CORE: &[&str] = &[
     "vision",
     "code_execution",
     "delegation",
+    "cronjob",
+    "messaging",
 ];
 
 impl Default for Toolsets {
@@ -137,7 +139,7 @@ impl Toolsets {
 /// A surface's tool profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// The surface (`cli`, `gateway`, `webhook`, `cron`, `acp`, `api`, `child`).
+    /// The surface (`cli`, `gateway`, `webhook`, `cron`, `batch`, `acp`, `api`, `child`).
     pub name: String,
     /// The toolsets it may use.
     pub toolsets: Vec<String>,
@@ -168,9 +170,9 @@ impl Profile {
             "cli" | "acp" | "gateway" => open(&[]),
             // Nobody is there to answer a question.
             "mcp" | "api" => open(&["clarify"]),
-            // A scheduled run neither asks, nor schedules more runs, nor
-            // writes to chats on its own (its answer is delivered for it).
-            "cron" => Self {
+            // A scheduled run, or a batch item, neither asks, nor schedules
+            // more runs, nor writes to chats on its own.
+            "cron" | "batch" => Self {
                 excluded_tools: strings(&["clarify", "cronjob", "send_message"]),
                 ..open(&["clarify"])
             },
@@ -340,7 +342,14 @@ mod tests {
         assert!(notices.is_empty());
         assert_eq!(
             names(&visible),
-            ["clarify", "read_file", "todo", "write_file"]
+            [
+                "clarify",
+                "cronjob",
+                "read_file",
+                "send_message",
+                "todo",
+                "write_file"
+            ]
         );
     }
 
@@ -361,7 +370,7 @@ mod tests {
     #[test]
     fn profiles_exclude_what_the_surface_cannot_use() {
         // Nobody answers questions in cron jobs or runs asked for over MCP.
-        for surface in ["cron", "mcp"] {
+        for surface in ["cron", "batch", "mcp"] {
             let (unattended, _) = Selection::default().visible(
                 &Toolsets::default(),
                 &Profile::for_surface(surface),
@@ -378,6 +387,12 @@ mod tests {
             &entries(),
         );
         assert!(!cron.contains("cronjob") && !cron.contains("send_message"));
+        let (batch, _) = Selection::default().visible(
+            &Toolsets::default(),
+            &Profile::for_surface("batch"),
+            &entries(),
+        );
+        assert!(!batch.contains("cronjob") && !batch.contains("send_message"));
         let (child, _) = Selection::default().visible(
             &Toolsets::default(),
             &Profile::for_surface("child"),
