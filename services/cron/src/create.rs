@@ -37,6 +37,8 @@ pub enum Target {
     Origin,
     /// Only saved in the job's output.
     Local,
+    /// Every platform's home channel (Hermes's `all`).
+    HomeChannels,
     /// A chat on a platform: `PLATFORM[:chat[:thread]]` (no chat: the
     /// platform's home channel).
     Chat {
@@ -54,6 +56,7 @@ pub fn parse_deliver(text: &str) -> Result<Vec<Target>, String> {
             "" => return Err(format!("deliver '{text}' has an empty target")),
             "origin" => Target::Origin,
             "local" => Target::Local,
+            "all" => Target::HomeChannels,
             _ => {
                 let mut fields = part.splitn(3, ':');
                 let platform = fields.next().unwrap_or_default();
@@ -62,8 +65,9 @@ pub fn parse_deliver(text: &str) -> Result<Vec<Target>, String> {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
                 {
                     return Err(format!(
-                        "deliver target '{part}' is not origin, local or PLATFORM[:chat[:thread]] \
-                         (a platform name is lowercase letters, digits, '-' and '_')"
+                        "deliver target '{part}' is not origin, local, all or \
+                         PLATFORM[:chat[:thread]] (a platform name is lowercase letters, \
+                         digits, '-' and '_')"
                     ));
                 }
                 let field = |value: Option<&str>| {
@@ -89,59 +93,24 @@ pub fn parse_deliver(text: &str) -> Result<Vec<Target>, String> {
 /// A new job from `new`, checked against the jobs there are (names are
 /// unique). `now` and `tz` read the schedule.
 pub fn create(new: NewJob, existing: &[Job], now: Timestamp, tz: &TimeZone) -> Result<Job, String> {
-    let prompt = new.prompt.trim().to_owned();
-    if prompt.is_empty() {
-        return Err("the prompt is empty: say what the job should do".to_owned());
-    }
-    if prompt.chars().count() > MAX_PROMPT_CHARS {
-        return Err(format!(
-            "the prompt is too long: at most {MAX_PROMPT_CHARS} characters"
-        ));
-    }
+    let prompt = checked_prompt(&new.prompt)?;
     let schedule = Schedule::parse(&new.schedule, now, tz).map_err(|e| e.to_string())?;
-    let name = match new.name.as_deref().map(str::trim) {
-        Some("") => return Err("the name is empty".to_owned()),
+    let name = match new.name.as_deref() {
         Some(name) => name.to_owned(),
         None => default_name(&prompt),
     };
-    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(format!(
-            "the name must be one line of at most {MAX_NAME_CHARS} characters"
-        ));
-    }
-    if existing.iter().any(|job| job.name == name) {
-        return Err(format!(
-            "there is already a job named '{name}': choose another name or update that one"
-        ));
-    }
+    let name = checked_name(&name, existing)?;
     let deliver = match new.deliver {
         Some(deliver) => deliver,
         None if new.origin.is_some() => "origin".to_owned(),
         None => "local".to_owned(),
     };
-    let targets = parse_deliver(&deliver)?;
-    if targets.contains(&Target::Origin) && new.origin.is_none() {
-        return Err(
-            "deliver 'origin' needs a chat to deliver to, and this job was not created from \
-             one: use local or PLATFORM[:chat]"
-                .to_owned(),
-        );
-    }
+    check_deliver(&deliver, new.origin.as_ref())?;
     if new.repeat == Some(0) {
         return Err("repeat must be at least 1 (leave it out to repeat until removed)".to_owned());
     }
-    for skill in &new.skills {
-        if skill.trim().is_empty() || skill.contains(['/', '\\']) || skill.starts_with('.') {
-            return Err(format!("'{skill}' is not a skill name"));
-        }
-    }
-    let next_run_at = schedule.next_after(now, tz);
-    if next_run_at.is_none() {
-        return Err(format!(
-            "the schedule '{}' never fires after now ({now})",
-            schedule.display()
-        ));
-    }
+    check_skills(&new.skills)?;
+    let next_run_at = first_run(&schedule, now, tz)?;
     let job = serde_json::json!({
         "id": new_id().map_err(|e| e.to_string())?,
         "name": name,
@@ -160,6 +129,78 @@ pub fn create(new: NewJob, existing: &[Job], now: Timestamp, tz: &TimeZone) -> R
         "origin": new.origin,
     });
     serde_json::from_value(job).map_err(|e| format!("cannot make the job: {e}"))
+}
+
+/// The prompt, trimmed, if a job may run it.
+pub(crate) fn checked_prompt(prompt: &str) -> Result<String, String> {
+    let prompt = prompt.trim();
+    if prompt.is_empty() {
+        return Err("the prompt is empty: say what the job should do".to_owned());
+    }
+    if prompt.chars().count() > MAX_PROMPT_CHARS {
+        return Err(format!(
+            "the prompt is too long: at most {MAX_PROMPT_CHARS} characters"
+        ));
+    }
+    Ok(prompt.to_owned())
+}
+
+/// The name, trimmed, if it is one line and no job of `others` has it.
+pub(crate) fn checked_name<'a>(
+    name: &str,
+    others: impl IntoIterator<Item = &'a Job>,
+) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("the name is empty".to_owned());
+    }
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(format!(
+            "the name must be one line of at most {MAX_NAME_CHARS} characters"
+        ));
+    }
+    if others.into_iter().any(|job| job.name == name) {
+        return Err(format!(
+            "there is already a job named '{name}': choose another name or update that one"
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// Whether `deliver` can be delivered for a job from `origin`.
+pub(crate) fn check_deliver(deliver: &str, origin: Option<&Origin>) -> Result<(), String> {
+    let targets = parse_deliver(deliver)?;
+    if targets.contains(&Target::Origin) && origin.is_none() {
+        return Err(
+            "deliver 'origin' needs a chat to deliver to, and this job was not created from \
+             one: use local or PLATFORM[:chat]"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn check_skills(skills: &[String]) -> Result<(), String> {
+    for skill in skills {
+        if skill.trim().is_empty() || skill.contains(['/', '\\']) || skill.starts_with('.') {
+            return Err(format!("'{skill}' is not a skill name"));
+        }
+    }
+    Ok(())
+}
+
+/// The schedule's first fire time after `now`, if it has one.
+pub(crate) fn first_run(
+    schedule: &Schedule,
+    now: Timestamp,
+    tz: &TimeZone,
+) -> Result<Timestamp, String> {
+    schedule.next_after(now, tz).ok_or_else(|| {
+        format!(
+            "the schedule '{}' never fires after now ({now})",
+            schedule.display()
+        )
+    })
 }
 
 /// The first words of the prompt, as a name.
@@ -278,7 +319,7 @@ mod tests {
     #[test]
     fn deliver_targets_combine_and_bad_ones_are_named() {
         assert_eq!(
-            parse_deliver("origin, telegram:42:7,local,irc").unwrap(),
+            parse_deliver("origin, telegram:42:7,local,irc,all").unwrap(),
             [
                 Target::Origin,
                 Target::Chat {
@@ -292,6 +333,7 @@ mod tests {
                     chat: None,
                     thread: None
                 },
+                Target::HomeChannels,
             ]
         );
         assert!(

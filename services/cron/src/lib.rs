@@ -6,13 +6,29 @@
 
 mod create;
 pub mod due;
+mod import;
 mod job;
+mod manage;
 mod schedule;
 mod store;
 mod tick;
 
 pub use create::{NewJob, Target, create, find, parse_deliver};
+pub use import::JobsImport;
 pub use job::{Job, JobState, Origin, Repeat, RunClaim};
+pub use manage::{JobChanges, pause, resume, run_soon, update};
 pub use schedule::{Schedule, ScheduleError};
 pub use store::{JobStore, StoreError, TickLock, new_id};
 pub use tick::{Claimed, TickReport, process_alive};
+
+/// Now, in whole seconds: `cron/jobs.json` stays readable by Hermes's
+/// Python, whose `fromisoformat` takes at most microseconds.
+pub fn now() -> jiff::Timestamp {
+    let now = jiff::Timestamp::now();
+    now.round(jiff::Unit::Second).unwrap_or(now)
+}
+
+/// `at` as RFC 3339 with the offset of `tz` (`2026-03-02T09:00:00-05:00`).
+pub fn rfc3339(at: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> String {
+    at.to_zoned(tz.clone()).strftime("%FT%T%:z").to_string()
+}

@@ -39,9 +39,9 @@ pub enum StoreError {
 
 /// The file as a whole: the jobs and whatever else it holds.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct JobsFile {
+pub(crate) struct JobsFile {
     #[serde(default)]
-    jobs: Vec<Job>,
+    pub(crate) jobs: Vec<Job>,
     #[serde(default)]
     updated_at: Option<Timestamp>,
     #[serde(flatten)]
@@ -118,7 +118,9 @@ impl JobStore {
         }
     }
 
-    fn read(&self) -> Result<JobsFile, StoreError> {
+    /// The jobs file as it is, without the lock (for the store's own
+    /// writers under it, and reading another home's file without touching it).
+    pub(crate) fn read(&self) -> Result<JobsFile, StoreError> {
         let path = self.jobs_path();
         let text = match fs::read_to_string(&path) {
             Ok(text) => text,
@@ -203,7 +205,7 @@ impl JobStore {
     }
 
     /// `output/<id>`, refusing an id that is not one path component.
-    fn output_dir(&self, job_id: &str) -> Result<PathBuf, StoreError> {
+    pub(crate) fn output_dir(&self, job_id: &str) -> Result<PathBuf, StoreError> {
         if !valid_id(job_id) {
             return Err(StoreError::Invalid(format!(
                 "'{job_id}' is not a job id (letters, digits, '-' and '_')"
@@ -231,7 +233,7 @@ pub fn new_id() -> Result<String, StoreError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
     StoreError::Io {
         what,
         path: path.to_owned(),
@@ -239,7 +241,7 @@ fn io(what: &'static str, path: &Path, source: std::io::Error) -> StoreError {
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

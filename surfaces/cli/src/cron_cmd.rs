@@ -59,8 +59,8 @@ pub enum CronCommand {
     /// Run one job now, whatever its schedule (its next fire time stays).
     Run { job: String },
     /// Run the jobs that are due (for a system timer when no gateway runs;
-    /// `talaria gateway run` ticks by itself). Answers for chats need the
-    /// gateway: without it they are saved and reported undelivered.
+    /// `talaria gateway run` ticks by itself). Answers for chats go out
+    /// through the platforms' adapters, each opened only to send.
     Tick,
 }
 
@@ -71,9 +71,7 @@ pub async fn run(command: CronCommand, home: &ProfileHome) -> Status {
         Err(message) => return usage_error(&message),
     };
     let store = JobStore::new(home.cron_dir());
-    // Whole seconds: jobs.json stays readable by Hermes's Python.
-    let now = Timestamp::now();
-    let now = now.round(jiff::Unit::Second).unwrap_or(now);
+    let now = talaria_cron::now();
     let outcome = match command {
         CronCommand::Add {
             schedule,
@@ -98,8 +96,22 @@ pub async fn run(command: CronCommand, home: &ProfileHome) -> Status {
         }
         CronCommand::List { json } => list(&store, json, &tz),
         CronCommand::Show { job } => show(&store, &job, &tz),
-        CronCommand::Pause { job } => change(&store, &job, |job| pause(job, now)),
-        CronCommand::Resume { job } => change(&store, &job, |job| resume(job, now, &tz)),
+        CronCommand::Pause { job } => change(&store, &job, |job| {
+            Ok(
+                match talaria_cron::pause(job, now, "paused with talaria cron pause")? {
+                    true => format!("paused job {}", job.name),
+                    false => format!("job {} is already paused", job.name),
+                },
+            )
+        }),
+        CronCommand::Resume { job } => change(&store, &job, |job| {
+            talaria_cron::resume(job, now, &tz)?;
+            Ok(format!(
+                "resumed job {}, next run {}",
+                job.name,
+                when(job.next_run_at, &tz)
+            ))
+        }),
         CronCommand::Remove { job } => remove(&store, &job),
         CronCommand::Run { job } => return run_now(&store, &job, home, limits).await,
         CronCommand::Tick => return tick(&store, &tz, home, limits).await,
@@ -110,33 +122,31 @@ pub async fn run(command: CronCommand, home: &ProfileHome) -> Status {
     }
 }
 
-/// The runner of jobs: agents built from the profile, working in the
-/// current directory.
-fn runner(home: &ProfileHome) -> Result<Arc<dyn CronRunner>, String> {
+/// The runner of jobs (agents built from the profile, working in the
+/// current directory) and where their answers go without a gateway.
+fn runner(home: &ProfileHome) -> Result<(Arc<dyn CronRunner>, CronDelivery), String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    Ok(Arc::new(AgentRunner::new(
-        home.clone(),
-        Overrides::default(),
-        cwd,
-    )))
+    let delivery = CronDelivery::send_only(home, cwd.clone())?;
+    let runner = AgentRunner::new(home.clone(), Overrides::default(), cwd);
+    Ok((Arc::new(runner), delivery))
 }
 
 async fn run_now(store: &JobStore, key: &str, home: &ProfileHome, limits: CronLimits) -> Status {
+    let (runner, delivery) = match runner(home) {
+        Ok(found) => found,
+        Err(message) => return usage_error(&message),
+    };
     let claimed = match store.claim_now(key, Timestamp::now()) {
         Ok(Ok(claimed)) => claimed,
         Ok(Err(message)) => return usage_error(&message),
         Err(error) => return usage_error(&error.to_string()),
     };
-    let runner = match runner(home) {
-        Ok(runner) => runner,
-        Err(message) => return usage_error(&message),
-    };
     let summary = cron::run_claimed(
         store,
         &claimed,
         runner.as_ref(),
-        &CronDelivery::default(),
+        &delivery,
         limits,
         &CancellationToken::new(),
     )
@@ -145,15 +155,15 @@ async fn run_now(store: &JobStore, key: &str, home: &ProfileHome, limits: CronLi
 }
 
 async fn tick(store: &JobStore, tz: &TimeZone, home: &ProfileHome, limits: CronLimits) -> Status {
-    let runner = match runner(home) {
-        Ok(runner) => runner,
+    let (runner, delivery) = match runner(home) {
+        Ok(found) => found,
         Err(message) => return usage_error(&message),
     };
     let result = cron::tick(
         store,
         tz,
         runner,
-        &CronDelivery::default(),
+        &delivery,
         limits,
         &CancellationToken::new(),
     )
@@ -233,8 +243,8 @@ fn list(store: &JobStore, json: bool, tz: &TimeZone) -> Result<(), String> {
                     "schedule": job.schedule_display,
                     "state": job.state,
                     "enabled": job.enabled,
-                    "next_run_at": job.next_run_at.map(|at| rfc3339(at, tz)),
-                    "last_run_at": job.last_run_at.map(|at| rfc3339(at, tz)),
+                    "next_run_at": job.next_run_at.map(|at| talaria_cron::rfc3339(at, tz)),
+                    "last_run_at": job.last_run_at.map(|at| talaria_cron::rfc3339(at, tz)),
                     "last_status": job.last_status,
                     "deliver": job.deliver,
                     "repeat": job.repeat,
@@ -309,41 +319,6 @@ fn change(
     Ok(())
 }
 
-fn pause(job: &mut Job, now: Timestamp) -> Result<String, String> {
-    match job.state {
-        JobState::Paused => Ok(format!("job {} is already paused", job.name)),
-        JobState::Completed => Err(format!("job {} has finished: nothing to pause", job.name)),
-        JobState::Scheduled | JobState::Running => {
-            job.state = JobState::Paused;
-            job.paused_at = Some(now);
-            job.paused_reason = Some("paused with talaria cron pause".to_owned());
-            Ok(format!("paused job {}", job.name))
-        }
-    }
-}
-
-fn resume(job: &mut Job, now: Timestamp, tz: &TimeZone) -> Result<String, String> {
-    if job.state != JobState::Paused {
-        return Err(format!("job {} is not paused", job.name));
-    }
-    // A run still going keeps its claim; it finishes as scheduled.
-    job.state = if job.run_claim.is_some() {
-        JobState::Running
-    } else {
-        JobState::Scheduled
-    };
-    job.enabled = true;
-    job.paused_at = None;
-    job.paused_reason = None;
-    // Resumed from now: the runs it missed while paused are not made up.
-    job.next_run_at = job.schedule.next_after(now, tz);
-    Ok(format!(
-        "resumed job {}, next run {}",
-        job.name,
-        when(job.next_run_at, tz)
-    ))
-}
-
 fn remove(store: &JobStore, key: &str) -> Result<(), String> {
     let job = store
         .update(|jobs| {
@@ -365,10 +340,6 @@ fn state(job: &Job) -> &'static str {
         JobState::Running => "running",
         JobState::Completed => "completed",
     }
-}
-
-fn rfc3339(at: Timestamp, tz: &TimeZone) -> String {
-    at.to_zoned(tz.clone()).strftime("%FT%T%:z").to_string()
 }
 
 /// A time for people: in the profile's zone, or "never".

@@ -21,7 +21,20 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
         Err(error) => return usage_error(&error.to_string()),
     };
     match import_hermes(&from, home, overwrite, &env) {
-        Ok(report) => {
+        Ok(mut report) => {
+            // Hermes's jobs file has talaria-cron's layout. A broken one
+            // stops only the jobs, after the rest is reported.
+            let jobs = talaria_cron::JobStore::new(home.cron_dir())
+                .import_from(&from.join("cron"), overwrite);
+            let jobs_error = match jobs {
+                Ok(jobs) => {
+                    report.imported.extend(jobs.imported);
+                    let skipped = jobs.kept.into_iter().map(|why| format!("{why}; not imported"));
+                    report.kept.extend(skipped);
+                    None
+                }
+                Err(error) => Some(error),
+            };
             println!(
                 "Imported from {} into {}:",
                 from.display(),
@@ -31,7 +44,11 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
                 println!("  + {item}");
             }
             for item in &report.kept {
-                println!("  = {item} (exists; kept — use --overwrite to replace)");
+                if item.ends_with("; not imported") {
+                    println!("  = {item}");
+                } else {
+                    println!("  = {item} (exists; kept — use --overwrite to replace)");
+                }
             }
             if !report.unmapped.is_empty() {
                 println!("Not mapped (no Talaria equivalent yet):");
@@ -40,31 +57,38 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
                 }
             }
             if !report.gateway_platforms.is_empty() {
-                let served = match chat_platforms(home).await {
-                    Ok(served) => served,
-                    Err(error) => {
-                        println!("Cannot tell which chat adapter plugins are installed: {error}");
-                        return Status::Answered;
-                    }
-                };
-                let missing: Vec<&String> = report
-                    .gateway_platforms
-                    .iter()
-                    .filter(|platform| !served.contains(*platform))
-                    .collect();
-                if !missing.is_empty() {
-                    println!(
-                        "No chat adapter plugin is installed for these platforms yet; their settings \
-                         are ready for one (until then `talaria gateway run` skips them):"
-                    );
-                    for platform in missing {
-                        println!("  ! gateway.platforms.{platform}");
-                    }
-                }
+                report_missing_adapters(home, &report.gateway_platforms).await;
             }
-            Status::Answered
+            match jobs_error {
+                Some(error) => usage_error(&format!("scheduled jobs not imported: {error}")),
+                None => Status::Answered,
+            }
         }
         Err(error) => usage_error(&error.to_string()),
+    }
+}
+
+/// Names the imported platforms no installed chat adapter plugin serves.
+async fn report_missing_adapters(home: &ProfileHome, platforms: &[String]) {
+    let served = match chat_platforms(home).await {
+        Ok(served) => served,
+        Err(error) => {
+            println!("Cannot tell which chat adapter plugins are installed: {error}");
+            return;
+        }
+    };
+    let missing: Vec<&String> = platforms
+        .iter()
+        .filter(|platform| !served.contains(*platform))
+        .collect();
+    if !missing.is_empty() {
+        println!(
+            "No chat adapter plugin is installed for these platforms yet; their settings \
+             are ready for one (until then `talaria gateway run` skips them):"
+        );
+        for platform in missing {
+            println!("  ! gateway.platforms.{platform}");
+        }
     }
 }
 

@@ -178,33 +178,7 @@ pub async fn run_claimed(
         (None, None) => return summary,
     };
     let targets = talaria_cron::parse_deliver(&job.deliver).unwrap_or_default();
-    for target in targets {
-        let address = match (&target, &error) {
-            (Target::Local, _) => continue,
-            (Target::Origin, _) => job.origin.as_ref().map(|origin| ChatAddress {
-                platform: origin.platform.clone(),
-                chat_id: origin.chat_id.clone(),
-                thread: origin.thread_id.clone(),
-            }),
-            // Failures are reported to the origin only.
-            (Target::Chat { .. }, Some(_)) => continue,
-            (
-                Target::Chat {
-                    platform,
-                    chat,
-                    thread,
-                },
-                None,
-            ) => match chat {
-                Some(chat) => Some(ChatAddress {
-                    platform: platform.clone(),
-                    chat_id: chat.clone(),
-                    thread: thread.clone(),
-                }),
-                None => delivery.home_channels.get(platform).cloned(),
-            },
-        };
-        let label = target_label(&target);
+    for (label, address) in addresses(job, &targets, error.is_some(), delivery) {
         let result = match (address, delivery.poster.as_deref()) {
             (None, _) => Err("no chat to deliver to (no origin, or no home channel)".to_owned()),
             (Some(_), None) => Err("no gateway is running to deliver through".to_owned()),
@@ -262,10 +236,58 @@ async fn run_with_limit(
     }
 }
 
+/// Where each of `targets` is, labelled as the job names it; failures go
+/// to the origin only.
+fn addresses(
+    job: &Job,
+    targets: &[Target],
+    failed: bool,
+    delivery: &CronDelivery,
+) -> Vec<(String, Option<ChatAddress>)> {
+    let mut found = Vec::new();
+    for target in targets {
+        match target {
+            Target::Local => {}
+            Target::Origin => found.push((
+                target_label(target),
+                job.origin.as_ref().map(|origin| ChatAddress {
+                    platform: origin.platform.clone(),
+                    chat_id: origin.chat_id.clone(),
+                    thread: origin.thread_id.clone(),
+                }),
+            )),
+            _ if failed => {}
+            Target::HomeChannels => found.extend(
+                delivery
+                    .home_channels
+                    .iter()
+                    .map(|(platform, address)| (platform.clone(), Some(address.clone()))),
+            ),
+            Target::Chat {
+                platform,
+                chat,
+                thread,
+            } => found.push((
+                target_label(target),
+                match chat {
+                    Some(chat) => Some(ChatAddress {
+                        platform: platform.clone(),
+                        chat_id: chat.clone(),
+                        thread: thread.clone(),
+                    }),
+                    None => delivery.home_channels.get(platform).cloned(),
+                },
+            )),
+        }
+    }
+    found
+}
+
 fn target_label(target: &Target) -> String {
     match target {
         Target::Origin => "origin".to_owned(),
         Target::Local => "local".to_owned(),
+        Target::HomeChannels => "all".to_owned(),
         Target::Chat {
             platform,
             chat,
@@ -381,6 +403,7 @@ mod tests {
             ("report", "say all green", "origin,telegram"),
             ("quiet", "say [SILENT]", "origin"),
             ("broken", "fail please", "origin,telegram"),
+            ("everyone", "say hello all", "all"),
         ]);
         let runner = Arc::new(Scripted::default());
         let posted = Arc::new(Posted::default());
@@ -396,7 +419,7 @@ mod tests {
         .await
         .unwrap()
         .unwrap();
-        assert_eq!(report.claimed.len(), 3);
+        assert_eq!(report.claimed.len(), 4);
         assert_eq!(runs[0].delivered, ["origin", "telegram"]);
         assert!(runs[1].delivered.is_empty(), "[SILENT] is not delivered");
         assert_eq!(runs[2].error.as_deref(), Some("the model is down"));
@@ -405,6 +428,7 @@ mod tests {
             ["origin"],
             "a failure goes to the origin only"
         );
+        assert_eq!(runs[3].delivered, ["telegram"], "all: every home channel");
         let posted = posted.0.lock().unwrap().clone();
         assert_eq!(
             posted,
@@ -415,6 +439,7 @@ mod tests {
                     "irc:#team".to_owned(),
                     "The scheduled job 'broken' failed: the model is down".to_owned()
                 ),
+                ("telegram:42".to_owned(), "hello all".to_owned()),
             ]
         );
         let jobs = store.load().unwrap();
