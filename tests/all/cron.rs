@@ -217,3 +217,113 @@ fn a_tick_runs_the_due_job_once_saves_its_answer_and_run_starts_one_now() {
         "its schedule stays"
     );
 }
+
+#[test]
+fn a_job_the_model_schedules_runs_on_the_next_tick_and_its_answer_is_saved() {
+    use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+
+    let home = Home::new();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "cronjob",
+            r#"{"action": "create", "schedule": "every 1h", "name": "weather",
+                "prompt": "Report the weather in Lisbon", "deliver": "local"}"#,
+        )]),
+        Step::tool_calls([ToolCall::new(
+            "cronjob",
+            r#"{"action": "run", "job_id": "weather"}"#,
+        )]),
+        Step::text("Scheduled: the weather, hourly, starting now."),
+        Step::text("Sunny, 21 °C"),
+    ]))
+    .unwrap();
+    home.write_config(&model_config(&model));
+    // Yolo mode: nobody is at a terminal to approve the new job.
+    let asked = run(home.talaria(&["-q", "report the weather every hour", "--yolo"]));
+    assert_code(&asked, 0);
+    assert_contains(&model.requests()[0].tools_raw(), "\"cronjob\"");
+    let created = &tool_results(&model, 1)[0];
+    assert_contains(created, "\"created\":true");
+    let listed = json(&run(home.talaria(&["cron", "list", "--json"])));
+    assert_eq!(listed[0]["name"], "weather");
+    assert_eq!(listed[0]["schedule"], "every 1h");
+
+    let ticked = run(home.talaria(&["cron", "tick"]));
+    assert_code(&ticked, 0);
+    assert_contains(&stdout(&ticked), "weather: ran");
+    assert_contains(
+        &model.requests()[3].messages().last().unwrap().content,
+        "Report the weather in Lisbon",
+    );
+    let id = listed[0]["id"].as_str().unwrap();
+    let outputs: Vec<_> = std::fs::read_dir(home.path().join("cron/output").join(id))
+        .unwrap()
+        .collect();
+    assert_eq!(outputs.len(), 1);
+    let saved = std::fs::read_to_string(outputs[0].as_ref().unwrap().path()).unwrap();
+    assert_eq!(saved, "Sunny, 21 °C");
+    // Run once: the schedule goes on an hour later.
+    let after = json(&run(home.talaria(&["cron", "list", "--json"])));
+    assert_eq!(after[0]["last_status"], "ok");
+    assert_contains(&stdout(&run(home.talaria(&["cron", "tick"]))), "no job is due");
+}
+
+#[test]
+fn where_nobody_can_approve_the_model_cannot_schedule_anything() {
+    use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+
+    let home = Home::new();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new(
+            "cronjob",
+            r#"{"action": "create", "schedule": "every 1h", "prompt": "x"}"#,
+        )]),
+        Step::text("could not"),
+    ]))
+    .unwrap();
+    home.write_config(&format!(
+        "{}approvals:\n  mode: deny\n",
+        model_config(&model)
+    ));
+    let asked = run(home.talaria(&["-q", "schedule x hourly"]));
+    assert_code(&asked, 0);
+    let tools = model.requests()[0].tools_raw();
+    assert!(!tools.contains("\"cronjob\""), "{tools}");
+    assert_contains(&tool_results(&model, 1)[0], "Unknown tool 'cronjob'");
+    assert!(!home.path().join("cron/jobs.json").exists());
+}
+
+#[test]
+fn hermes_jobs_and_their_outputs_are_imported() {
+    let home = Home::new();
+    home.write_config("timezone: UTC\n");
+    let hermes = home.workdir();
+    let root = hermes.path();
+    std::fs::write(root.join("config.yaml"), "model:\n  default: gpt-4.1\n").unwrap();
+    std::fs::create_dir_all(root.join("cron/output/a1b2c3d4e5f6")).unwrap();
+    let jobs = serde_json::json!({"jobs": [{
+        "id": "a1b2c3d4e5f6", "name": "standup", "prompt": "Post the standup notes",
+        "schedule": {"kind": "cron", "expr": "0 9 * * 1-5", "display": "0 9 * * 1-5"},
+        "schedule_display": "0 9 * * 1-5", "repeat": {"times": null, "completed": 4},
+        "enabled": true, "state": "scheduled", "created_at": "2026-01-01T00:00:00+00:00",
+        "next_run_at": "2099-01-01T09:00:00+00:00", "deliver": "origin",
+        "origin": {"platform": "telegram", "chat_id": "42"}
+    }]});
+    std::fs::write(root.join("cron/jobs.json"), jobs.to_string()).unwrap();
+    std::fs::write(
+        root.join("cron/output/a1b2c3d4e5f6/2026-11-30_09-00-00.md"),
+        "notes posted",
+    )
+    .unwrap();
+    let from = root.display().to_string();
+    let imported = run(home.talaria(&["import", "hermes", "--from", &from]));
+    assert_code(&imported, 0);
+    assert_contains(&stdout(&imported), "+ cron job standup (a1b2c3d4e5f6)");
+    let listed = json(&run(home.talaria(&["cron", "list", "--json"])));
+    assert_eq!(listed[0]["name"], "standup");
+    assert_eq!(listed[0]["repeat"]["completed"], 4);
+    let shown = stdout(&run(home.talaria(&["cron", "show", "standup"])));
+    assert_contains(&shown, "output:    1 run(s) saved");
+    let again = run(home.talaria(&["import", "hermes", "--from", &from]));
+    assert_contains(&stdout(&again), "= cron job standup (a1b2c3d4e5f6): exists; not imported");
+}

@@ -53,6 +53,9 @@ pub enum Surface {
     /// A scheduled job's run (`talaria cron`): nobody watches it, its
     /// answer is saved and delivered.
     Cron,
+    /// One prompt of a batch (`talaria batch run`): nobody watches it, its
+    /// conversation is written as a trajectory.
+    Batch,
 }
 
 impl Surface {
@@ -66,6 +69,7 @@ impl Surface {
             Surface::Gateway => "gateway",
             Surface::Webhook => "webhook",
             Surface::Cron => "cron",
+            Surface::Batch => "batch",
         }
     }
 
@@ -112,6 +116,11 @@ impl Surface {
                 "You are running a scheduled job: nobody watches the run, answers questions or \
                  approves anything. Your final answer is saved and delivered as it is; when \
                  there is nothing worth reporting, answer exactly [SILENT] and nothing is sent."
+            }
+            Surface::Batch => {
+                "You are running one prompt of a batch: nobody watches the run, answers \
+                 questions or approves anything. Finish the task in this run and end with the \
+                 answer itself."
             }
         }
     }
@@ -213,6 +222,7 @@ impl Agent {
         let someone_can_approve = !settings.yolo
             && settings.config.approvals.mode == ApprovalMode::Ask
             && approver_can_answer;
+        let cron = cron_setup(settings, home, messenger.as_deref(), &mut notices);
         let native = native_tools(NativeToolInputs {
             knowledge: &knowledge,
             db: db.as_ref(),
@@ -223,6 +233,7 @@ impl Agent {
             // Scripts need the user's approval outside a sandbox or yolo mode.
             someone_can_approve,
             messenger,
+            cron,
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -467,6 +478,38 @@ fn open_session_db(
 }
 
 /// The auxiliary model (summaries, compression), if one is configured.
+/// What `cronjob` works on: the profile's jobs in its time zone, created
+/// from the chat the session runs in. `None` (with a notice) when the zone
+/// does not read.
+fn cron_setup(
+    settings: &Settings,
+    home: &ProfileHome,
+    messenger: Option<&dyn crate::Messenger>,
+    notices: &mut Vec<String>,
+) -> Option<crate::tools::CronJobSetup> {
+    let tz = match talaria_profile::cron_config::time_zone(settings.config.timezone.as_deref()) {
+        Ok(tz) => tz,
+        Err(message) => {
+            notices.push(format!("cronjob is not offered: {message}"));
+            return None;
+        }
+    };
+    let origin = messenger
+        .and_then(|messenger| messenger.targets().into_iter().find(|t| t.current))
+        .map(|chat| talaria_cron::Origin {
+            platform: chat.platform,
+            chat_id: chat.chat_id,
+            thread_id: chat.thread,
+            chat_name: chat.label,
+        });
+    Some(crate::tools::CronJobSetup {
+        store: talaria_cron::JobStore::new(home.cron_dir()),
+        tz,
+        origin,
+        provider: settings.primary.provider.to_string(),
+    })
+}
+
 fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildError> {
     settings
         .auxiliary

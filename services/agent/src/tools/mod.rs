@@ -5,7 +5,8 @@
 //! (their state, their stores, the dispatcher itself, the surface's chats) —
 //! `todo`, `memory`, the skill tools, `session_search`, `execute_code` (calls
 //! back into the dispatcher), `delegate_task` (builds child agents),
-//! `send_message` (the gateway's connections), later `clarify`.
+//! `send_message` (the gateway's connections), `cronjob` (the profile's jobs,
+//! changed only through the approval layer), later `clarify`.
 //! Everything that touches the world (files, processes, the network) is a
 //! plugin, granted its capabilities by the user: `fs`, `terminal`, web tools.
 //!
@@ -14,6 +15,7 @@
 //! (`execute_code` runs scripts through the session's approval-gated
 //! executor; its tool calls go back through the hooked dispatcher).
 
+mod cronjob;
 mod delegate;
 mod execute_code;
 mod memory;
@@ -35,6 +37,7 @@ use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use crate::auxiliary::Auxiliary;
 use crate::knowledge::Knowledge;
 
+pub use cronjob::{CronJobSetup, CronJobTool};
 pub use delegate::{ChildKit, DelegateTool, MAX_CHILDREN, MAX_DEPTH};
 pub use execute_code::{
     CodeLimits, DEFAULT_TIMEOUT, ExecuteCodeTool, MAX_STDERR_BYTES, MAX_STDOUT_BYTES,
@@ -80,6 +83,8 @@ pub(crate) struct NativeToolInputs<'a> {
     pub someone_can_approve: bool,
     /// Where `send_message` delivers, when the surface has chats.
     pub messenger: Option<Arc<dyn crate::Messenger>>,
+    /// The profile's scheduled jobs (`cronjob`), when their time zone reads.
+    pub cron: Option<CronJobSetup>,
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -105,6 +110,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         scratch_root,
         someone_can_approve,
         messenger,
+        cron,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -116,6 +122,11 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     }
     if let Some(messenger) = messenger {
         tools.push(Arc::new(SendMessageTool::new(messenger)));
+    }
+    if let Some(cron) = cron
+        && CronJobTool::offered(&exec.executor, someone_can_approve)
+    {
+        tools.push(Arc::new(CronJobTool::new(cron, exec.executor.clone())));
     }
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {
