@@ -1,7 +1,9 @@
 //! `talaria gateway run` on IRC: the first-party adapter plugin against the
 //! real ngIRCd server — answers in a channel, a command approved in the
-//! channel, pairing in private, a webhook's answer posted to a channel, TLS
-//! with a private CA, and a reconnect after the server restarts.
+//! channel, pairing in private, a webhook's answer posted to a channel, a
+//! job scheduled from the channel and delivered there by `talaria cron tick`
+//! after the gateway stopped, TLS with a private CA, and a reconnect after
+//! the server restarts.
 
 use talaria_testkit::ngircd::{Ngircd, NgircdOptions};
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
@@ -89,6 +91,17 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
         Step::text("Removed the build directory."),
         Step::text("hello bob"),
         Step::text("main moved by two commits"),
+        Step::tool_calls([ToolCall::new(
+            "cronjob",
+            r#"{"action": "create", "schedule": "0 9 * * 1-5", "name": "standup",
+                "prompt": "Remind the team of the standup"}"#,
+        )]),
+        Step::tool_calls([ToolCall::new(
+            "cronjob",
+            r#"{"action": "run", "job_id": "standup"}"#,
+        )]),
+        Step::text("Scheduled for weekdays at 09:00."),
+        Step::text("Standup in 5 minutes!"),
     ]))
     .unwrap();
     let home = Home::new();
@@ -96,13 +109,16 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
     let work = home.workdir();
     std::fs::create_dir(work.path().join("build")).unwrap();
     let hook_port = free_port();
+    // The model in config.yaml too: `talaria cron tick` has no model flags.
     home.write_config(&format!(
-        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n\
+        "model:\n  provider: openai\n  name: test-model\n  base_url: {}\n  api_key: sk-test\n\
+         retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n\
          gateway:\n  platforms:\n    irc:\n      server: 127.0.0.1\n      port: 6667\n      \
          nick: talaria\n      channels: \"#test\"\n      allowed_users: [ann]\n    \
          discord:\n      bot_token: imported-but-no-adapter\n  \
          webhook:\n    port: {hook_port}\n    routes:\n      ci:\n        secret: s3cret\n        \
-         prompt: 'Summarise: {{head_commit.message}}'\n        deliver: 'irc:#test'\n"
+         prompt: 'Summarise: {{head_commit.message}}'\n        deliver: 'irc:#test'\n",
+        model.openai_base_url()
     ));
     let gateway = gateway_command(&home, &model, &[])
         .current_dir(work.path())
@@ -167,6 +183,14 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
         "Summarise: Fix the start crash",
     );
 
+    // A job scheduled from the channel (approved there once for the turn),
+    // due at once.
+    ann.send("PRIVMSG #test :talaria: remind us of the standup on weekdays");
+    assert_contains(&ann.expect("Approval needed"), "cronjob wants to run");
+    ann.expect("schedule a job (0 9 * * 1-5, delivered to origin)");
+    ann.send("PRIVMSG #test :talaria: /approve session");
+    ann.expect("Scheduled for weekdays at 09:00.");
+
     // A second gateway of the profile refuses to start.
     let second = run(home.talaria(&["gateway", "run"]));
     assert_code(&second, 1);
@@ -181,6 +205,26 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
     assert_contains(
         &log,
         "no chat adapter plugin serves gateway.platforms.discord; it is skipped",
+    );
+
+    // With the gateway gone, a tick runs the job and opens the IRC account
+    // just to deliver its answer to the channel it came from. (Should the
+    // gateway's minutely tick have run it first, it delivered it itself.)
+    let mut tick = home.talaria(&["cron", "tick"]);
+    tick.current_dir(work.path());
+    let ticked = run(tick);
+    assert_code(&ticked, 0);
+    if !log.contains("cron standup: ran") {
+        assert_contains(&stdout(&ticked), "standup: ran");
+        assert_contains(&stdout(&ticked), "delivered to origin");
+    }
+    assert_contains(
+        &ann.expect("Standup in 5 minutes!"),
+        ":talaria!",
+    );
+    assert_contains(
+        &model.requests()[8].messages().last().unwrap().text,
+        "Remind the team of the standup",
     );
 }
 

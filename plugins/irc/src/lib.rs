@@ -45,6 +45,9 @@ const REGISTRATION_MS: u64 = 20_000;
 const FLOOD_BURST: u32 = 5;
 const FLOOD_INTERVAL_MS: u64 = 500;
 const MAX_BACKLOG: usize = 40;
+/// The longest a closing connection spends writing its queued lines: a full
+/// backlog at the flood rate.
+const CLOSE_DRAIN_MS: u64 = MAX_BACKLOG as u64 * FLOOD_INTERVAL_MS;
 
 pub struct Irc;
 
@@ -137,7 +140,10 @@ impl ChatConnection for IrcConnection {
 
     fn close(&self) {
         let mut live = self.live.borrow_mut();
-        // Best effort: the server may be gone already.
+        // Best effort: the server may be gone already. Lines still queued
+        // (a long answer sent just before, as a delivery without a gateway
+        // does) go out first.
+        live.drain_queue(CLOSE_DRAIN_MS);
         let _ = live.line.write_line(Session::quit_line());
     }
 }
@@ -221,6 +227,20 @@ impl Live {
                 Ok(()) => SendOutcome::Sent(None),
                 Err(why) => SendOutcome::Failed(why),
             },
+        }
+    }
+
+    /// Writes every queued line at the flood rate, for at most `limit_ms`.
+    fn drain_queue(&mut self, limit_ms: u64) {
+        let deadline = now_ms() + limit_ms;
+        while let Some(wait) = self.queue.next_in(now_ms()) {
+            if now_ms() + wait > deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(wait));
+            if self.flush_queue().is_err() {
+                return;
+            }
         }
     }
 

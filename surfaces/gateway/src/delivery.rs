@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::driver::Outbox;
+use crate::ports::ChatAddress;
 use crate::ports::{ChatCapabilities, Outbound, SendOutcome};
 use crate::split::split_message;
 
@@ -71,6 +72,29 @@ pub async fn deliver(
         sent.push(send_one(outbox, message).await?);
     }
     Ok(sent)
+}
+
+/// Sends `text` to `to` through `outbox` once its account is connected
+/// (waiting at most `wait`).
+pub async fn post(
+    outbox: &Outbox,
+    to: &ChatAddress,
+    text: &str,
+    wait: Duration,
+) -> Result<(), String> {
+    let capabilities = tokio::time::timeout(wait, outbox.connected())
+        .await
+        .map_err(|_| format!("{} did not connect within {} s", to.platform, wait.as_secs()))?
+        .ok_or_else(|| format!("{} is shut down", to.platform))?;
+    let destination = Destination {
+        chat_id: to.chat_id.clone(),
+        thread: to.thread.clone(),
+        reply_to: None,
+    };
+    deliver(outbox, &capabilities, &destination, text)
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// Sends one part with the retry rules.

@@ -169,6 +169,8 @@ pub struct AccountDriver<C: Connector> {
     capabilities: watch::Sender<Option<ChatCapabilities>>,
     inbound: mpsc::UnboundedSender<InboundMessage>,
     shutdown: CancellationToken,
+    /// Whether it reads the account's events (false: it only sends).
+    polls: bool,
 }
 
 impl<C: Connector> std::fmt::Debug for AccountDriver<C> {
@@ -197,6 +199,7 @@ pub fn account<C: Connector>(
         capabilities,
         inbound,
         shutdown: shutdown.clone(),
+        polls: true,
     };
     let outbox = Outbox {
         work: work_sender,
@@ -205,6 +208,15 @@ pub fn account<C: Connector>(
         shutdown,
     };
     (driver, outbox, messages)
+}
+
+/// An account that only sends (a delivery when no gateway runs): its
+/// driver never asks for events, so it takes none that a gateway should
+/// answer later (a Telegram update read is an update acknowledged).
+pub fn send_only_account<C: Connector>(connector: C) -> (AccountDriver<C>, Outbox) {
+    let (mut driver, outbox, _) = account(connector);
+    driver.polls = false;
+    (driver, outbox)
 }
 
 impl<C: Connector> AccountDriver<C> {
@@ -297,6 +309,11 @@ impl<C: Connector> AccountDriver<C> {
             if self.shutdown.is_cancelled() {
                 connection.close().await;
                 return Served::Shutdown;
+            }
+            if !self.polls {
+                // Shutting down raises the signal too.
+                self.host_work.raised().await;
+                continue;
             }
             match connection.next_events(POLL_TIMEOUT_MS).await {
                 Ok(messages) => {

@@ -12,7 +12,8 @@
 //! - `runner` (feature `agent`, on by default): the real turn runner, an agent
 //!   built from the profile per turn.
 //! - [`webhook`]: the listener for signed webhook deliveries.
-//! - [`cron`]: a tick of the scheduled jobs (run, saved, delivered).
+//! - [`cron`]: a tick of the scheduled jobs (run, saved, delivered; without
+//!   a gateway through accounts opened only to send, `send_only`).
 //! - [`GatewayLock`]: one gateway per profile; [`ServiceUnit`]: the systemd
 //!   user unit of `talaria gateway install`.
 
@@ -31,6 +32,8 @@ pub mod router;
 #[cfg(feature = "agent")]
 pub mod runner;
 #[cfg(feature = "agent")]
+mod send_only;
+#[cfg(feature = "agent")]
 pub mod serve;
 mod service;
 mod split;
@@ -40,7 +43,7 @@ pub mod webhook;
 #[cfg(test)]
 mod tests;
 
-pub use driver::{AccountDriver, Outbox, account};
+pub use driver::{AccountDriver, Outbox, account, send_only_account};
 pub use gateway::{AccountSettings, Gateway, Shared, spawn_account};
 pub use lock::{GatewayLock, LockError, PID_FILE, running};
 #[cfg(feature = "agent")]

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::cron;
-use crate::delivery::{Destination, deliver};
+use crate::delivery::{Destination, deliver, post};
 use crate::driver::Outbox;
 use crate::lock::{GatewayLock, LockError};
 use crate::plugin_port::PluginConnector;
@@ -115,8 +115,8 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
     }
     let mut connectors = Vec::new();
     let mut missing = Vec::new();
-    for (platform, settings) in &gateway.platforms {
-        let Some(plugin) = adapters.find(platform) else {
+    for platform in gateway.platforms.keys() {
+        let Some(connector) = connector(&adapters, &gateway, platform) else {
             // The others still start (a Hermes import brings platforms that
             // have no adapter yet); the user is told which.
             crate::log(format_args!(
@@ -126,15 +126,7 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
             missing.push(platform.clone());
             continue;
         };
-        let section: serde_json::Map<String, serde_json::Value> = settings
-            .settings
-            .iter()
-            .filter_map(|(key, value)| Some((key.clone(), serde_json::to_value(value).ok()?)))
-            .collect();
-        connectors.push((
-            platform.clone(),
-            PluginConnector::new(plugin.clone(), config_section(&section)),
-        ));
+        connectors.push((platform.clone(), connector));
     }
     if connectors.is_empty() && gateway.webhook.routes.is_empty() {
         // Platform webhooks need a running platform: only routes run alone.
@@ -193,24 +185,9 @@ fn start_cron(
     messenger: Arc<GatewayMessenger>,
     shutdown: &CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    let home_channels = gateway
-        .platforms
-        .iter()
-        .filter_map(|(platform, settings)| {
-            let home = settings.home_channel()?;
-            Some((
-                platform.clone(),
-                ChatAddress {
-                    platform: platform.clone(),
-                    chat_id: home.chat_id,
-                    thread: home.thread,
-                },
-            ))
-        })
-        .collect();
     let delivery = Arc::new(cron::CronDelivery {
         poster: Some(messenger as Arc<dyn ChatPoster>),
-        home_channels,
+        home_channels: home_channels(gateway),
     });
     let store = Arc::new(talaria_cron::JobStore::new(home.cron_dir()));
     let (home, shutdown) = (home.clone(), shutdown.clone());
@@ -254,6 +231,42 @@ fn start_cron(
         }
         while running.join_next().await.is_some() {}
     })
+}
+
+/// The connector of `platform`'s account: its adapter plugin with the
+/// platform's settings as its config section; `None` when no plugin serves it.
+pub(crate) fn connector(
+    adapters: &PluginChatAdapters,
+    gateway: &GatewayConfig,
+    platform: &str,
+) -> Option<PluginConnector> {
+    let plugin = adapters.find(platform)?;
+    let settings = gateway.platforms.get(platform)?;
+    let section: serde_json::Map<String, serde_json::Value> = settings
+        .settings
+        .iter()
+        .filter_map(|(key, value)| Some((key.clone(), serde_json::to_value(value).ok()?)))
+        .collect();
+    Some(PluginConnector::new(plugin.clone(), config_section(&section)))
+}
+
+/// Each platform's home channel, where one is configured.
+pub(crate) fn home_channels(gateway: &GatewayConfig) -> BTreeMap<String, ChatAddress> {
+    gateway
+        .platforms
+        .iter()
+        .filter_map(|(platform, settings)| {
+            let home = settings.home_channel()?;
+            Some((
+                platform.clone(),
+                ChatAddress {
+                    platform: platform.clone(),
+                    chat_id: home.chat_id,
+                    thread: home.thread,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The webhook listener's socket, when routes are configured.
@@ -414,19 +427,7 @@ impl ChatPoster for GatewayMessenger {
         let outbox = self
             .outbox(&to.platform)
             .ok_or_else(|| format!("{} is not one of the gateway's platforms", to.platform))?;
-        let capabilities = tokio::time::timeout(CONNECT_WAIT, outbox.connected())
-            .await
-            .map_err(|_| format!("{} did not connect within {CONNECT_WAIT:?}", to.platform))?
-            .ok_or_else(|| format!("{} is shut down", to.platform))?;
-        let destination = Destination {
-            chat_id: to.chat_id.clone(),
-            thread: to.thread.clone(),
-            reply_to: None,
-        };
-        deliver(&outbox, &capabilities, &destination, text)
-            .await
-            .map(drop)
-            .map_err(|e| e.to_string())
+        post(&outbox, to, text, CONNECT_WAIT).await
     }
 }
 

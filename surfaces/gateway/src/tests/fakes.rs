@@ -64,6 +64,11 @@ impl FakePlatform {
         self.arrived.notify_one();
     }
 
+    /// Messages written that no poll has taken yet.
+    pub fn unread(&self) -> usize {
+        self.inbound.lock().unwrap().len()
+    }
+
     /// The connection drops at its next poll.
     pub fn drop_connection(&self) {
         self.inbound

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::fakes::dm;
+use super::fakes::{FakeConnector, FakePlatform, dm};
 use super::{Harness, allowing};
 
 #[tokio::test(start_paused = true)]
@@ -86,4 +86,29 @@ async fn host_work_wakes_a_waiting_poll_so_sends_go_out_at_once() {
         "not after the poll's timeout"
     );
     assert_eq!(h.next_text().await, "ping");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_send_only_account_sends_and_closes_without_taking_events() {
+    let (platform, mut sent) = FakePlatform::new();
+    platform.write(dm("ann", "a message for the gateway"));
+    let (driver, outbox) = crate::send_only_account(FakeConnector(platform.clone()));
+    let running = tokio::spawn(driver.run());
+    let to = crate::ports::ChatAddress {
+        platform: "irc".into(),
+        chat_id: "#team".into(),
+        thread: None,
+    };
+    crate::delivery::post(&outbox, &to, "the nightly report", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let out = sent.recv().await.unwrap();
+    assert_eq!((out.chat_id.as_str(), out.text.as_str()), ("#team", "the nightly report"));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(platform.unread(), 1, "the event is left for the gateway");
+    outbox.shutdown();
+    tokio::time::timeout(Duration::from_secs(1), running)
+        .await
+        .expect("the driver stops")
+        .unwrap();
 }
