@@ -8,6 +8,8 @@ mod common;
 mod acp;
 #[path = "all/api_server.rs"]
 mod api_server;
+#[path = "all/batch.rs"]
+mod batch;
 #[path = "all/cli.rs"]
 mod cli;
 #[path = "all/cron.rs"]

@@ -61,6 +61,9 @@ pub enum Command {
     /// Scheduled jobs: add, list, show, pause, resume and remove them.
     #[command(subcommand)]
     Cron(crate::cron_cmd::CronCommand),
+    /// Run a file of prompts in parallel into trajectories (resumable).
+    #[command(subcommand)]
+    Batch(crate::batch_cmd::BatchCommand),
     /// The chat gateway of this profile: its status, stopping it, and a
     /// systemd user unit to run it.
     #[command(subcommand)]

@@ -3,6 +3,7 @@
 
 mod acp_cmd;
 mod approver;
+mod batch_cmd;
 mod args;
 mod commands_cmd;
 mod config_cmd;
@@ -143,6 +144,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
             Some(args::Command::Cron(command)) => cron_cmd::run(command, &home).await,
+            Some(args::Command::Batch(command)) => batch_cmd::run(command, &home).await,
             Some(args::Command::Gateway(command)) => {
                 let name = cli.profile.clone().unwrap_or_else(|| profiles.active());
                 let profile = gateway_cmd::GatewayProfile {

@@ -1,0 +1,85 @@
+//! Batch throughput through the real binary: `talaria batch run` of 200
+//! prompts against a scripted model that answers at once (so the time is
+//! Talaria's: building each item's agent, its session in SQLite, the
+//! trajectory line), with 1, 4 and 8 workers; 3 runs each.
+//!
+//! `cargo bench --bench batch`. Prints items per second (min/median/max).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use talaria_testkit::{Script, ScriptedServer, Step};
+
+const ITEMS: usize = 200;
+const RUNS: usize = 3;
+
+fn talaria(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_talaria"));
+    command
+        .env_clear()
+        .env("TALARIA_HOME", home)
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    command
+}
+
+/// Items per second of one run with `workers`.
+fn one_run(workers: usize) -> f64 {
+    let home = tempfile::tempdir().unwrap();
+    let model = ScriptedServer::spawn(Script::new(
+        (0..ITEMS).map(|i| Step::text(format!("answer {i}"))),
+    ))
+    .unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model:\n  provider: openai\n  name: bench\n  base_url: {}\n  api_key: sk-bench\n",
+            model.openai_base_url()
+        ),
+    )
+    .unwrap();
+    let prompts = home.path().join("prompts.jsonl");
+    let lines: Vec<String> = (0..ITEMS)
+        .map(|i| serde_json::json!({"id": i, "prompt": format!("question {i}")}).to_string())
+        .collect();
+    std::fs::write(&prompts, lines.join("\n")).unwrap();
+    let out = home.path().join("out");
+    let started = Instant::now();
+    let status = talaria(home.path())
+        .args(["batch", "run"])
+        .arg(&prompts)
+        .arg("--out")
+        .arg(&out)
+        .args(["--workers", &workers.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(status.success());
+    let written = std::fs::read_to_string(out.join("trajectories.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(written, ITEMS);
+    ITEMS as f64 / seconds
+}
+
+fn main() {
+    println!("\n| batch of {ITEMS}, scripted model | min items/s | med items/s | max items/s |");
+    println!("|-------------------------------|-------------|-------------|-------------|");
+    for workers in [1, 4, 8] {
+        let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run(workers)).collect();
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "| {:<29} | {:>11.1} | {:>11.1} | {:>11.1} |",
+            format!("{workers} worker(s)"),
+            rates[0],
+            rates[RUNS / 2],
+            rates[RUNS - 1]
+        );
+    }
+}
