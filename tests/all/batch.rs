@@ -69,7 +69,9 @@ fn fifty_prompts_killed_half_way_and_resumed_are_each_written_once() {
     let mut first = batch(&home, &[&prompts_arg, "--out", &out_arg, "--workers", "4"])
         .spawn()
         .unwrap();
-    wait_until("20 lines", Duration::from_secs(120), || lines(&out).len() >= 20);
+    wait_until("20 lines", Duration::from_secs(120), || {
+        lines(&out).len() >= 20
+    });
     first.kill().unwrap();
     let _ = first.wait();
     let before = lines(&out).len();
@@ -87,15 +89,32 @@ fn fifty_prompts_killed_half_way_and_resumed_are_each_written_once() {
     assert_contains(&stderr(&refused), "pass --resume");
     let resumed = run(batch(
         &home,
-        &[&prompts_arg, "--out", &out_arg, "--workers", "4", "--resume"],
+        &[
+            &prompts_arg,
+            "--out",
+            &out_arg,
+            "--workers",
+            "4",
+            "--resume",
+        ],
     ));
     assert_code(&resumed, 0);
-    assert_contains(&stderr(&resumed), &format!("{} to run, {before} already written", 50 - before));
+    assert_contains(
+        &stderr(&resumed),
+        &format!("{} to run, {before} already written", 50 - before),
+    );
     assert_contains(&stdout(&resumed), "49 done, 1 failed, 0 remaining");
-    assert_eq!(model.requests().len(), 50 - before, "only the missing items ran");
+    assert_eq!(
+        model.requests().len(),
+        50 - before,
+        "only the missing items ran"
+    );
 
     let all = lines(&out);
-    let ids: Vec<&str> = all.iter().map(|line| line["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = all
+        .iter()
+        .map(|line| line["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids.len(), 50);
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 50, "each id once");
     let failed: Vec<&Value> = all.iter().filter(|l| l["completed"] == false).collect();
@@ -106,7 +125,10 @@ fn fifty_prompts_killed_half_way_and_resumed_are_each_written_once() {
         let turns = line["conversations"].as_array().unwrap();
         assert_eq!(turns[0]["from"], "system");
         let id = line["id"].as_str().unwrap();
-        assert_eq!(turns[1], serde_json::json!({"from": "human", "value": format!("question {id}")}));
+        assert_eq!(
+            turns[1],
+            serde_json::json!({"from": "human", "value": format!("question {id}")})
+        );
         if line["completed"] == true {
             assert_eq!(turns[2]["from"], "gpt");
             assert!(line["answer"].as_str().unwrap().starts_with("answer"));
@@ -128,7 +150,10 @@ fn fifty_prompts_killed_half_way_and_resumed_are_each_written_once() {
     );
     let stats: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap()).unwrap();
-    assert_eq!((stats["done"].as_u64(), stats["failed"].as_u64()), (Some(49), Some(1)));
+    assert_eq!(
+        (stats["done"].as_u64(), stats["failed"].as_u64()),
+        (Some(49), Some(1))
+    );
     assert_eq!(stats["items"], 50);
     assert_eq!(stats["remaining"], 0);
 }
@@ -147,11 +172,19 @@ fn ctrl_c_stops_the_batch_with_only_complete_lines() {
     home.write_config(&config(&model));
     let child = batch(
         &home,
-        &[&prompts.display().to_string(), "--out", &out.display().to_string(), "--workers", "2"],
+        &[
+            &prompts.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--workers",
+            "2",
+        ],
     )
     .spawn()
     .unwrap();
-    wait_until("2 lines", Duration::from_secs(60), || lines(&out).len() >= 2);
+    wait_until("2 lines", Duration::from_secs(60), || {
+        lines(&out).len() >= 2
+    });
     interrupt(&child);
     let stopped = wait(child);
     assert_eq!(stopped.status.code(), Some(130), "{}", stderr(&stopped));
@@ -174,7 +207,11 @@ fn bad_input_is_refused_before_anything_runs() {
     let model = ScriptedServer::spawn(Script::new([Step::text("never")])).unwrap();
     home.write_config(&config(&model));
 
-    std::fs::write(&prompts, "{\"id\": 1, \"prompt\": \"ok\"}\n{\"id\": 1, \"prompt\": \"again\"}\nnope\n").unwrap();
+    std::fs::write(
+        &prompts,
+        "{\"id\": 1, \"prompt\": \"ok\"}\n{\"id\": 1, \"prompt\": \"again\"}\nnope\n",
+    )
+    .unwrap();
     let bad = run(batch(&home, &[&prompts_arg, "--out", &out_arg]));
     assert_code(&bad, 2);
     let text = stderr(&bad);
@@ -183,7 +220,10 @@ fn bad_input_is_refused_before_anything_runs() {
     assert_contains(&text, "line 3:");
     assert!(!out.exists(), "nothing was written");
 
-    let missing = run(batch(&home, &["/nonexistent/prompts.jsonl", "--out", &out_arg]));
+    let missing = run(batch(
+        &home,
+        &["/nonexistent/prompts.jsonl", "--out", &out_arg],
+    ));
     assert_code(&missing, 2);
     assert_contains(&stderr(&missing), "cannot read /nonexistent/prompts.jsonl");
 
@@ -192,7 +232,10 @@ fn bad_input_is_refused_before_anything_runs() {
     let unconfigured = run(batch(&home, &[&prompts_arg, "--out", &out_arg]));
     assert_code(&unconfigured, 2);
     assert_contains(&stderr(&unconfigured), "missing settings");
-    let cost = run(batch(&home, &[&prompts_arg, "--out", &out_arg, "--max-cost=-1"]));
+    let cost = run(batch(
+        &home,
+        &[&prompts_arg, "--out", &out_arg, "--max-cost=-1"],
+    ));
     assert_code(&cost, 2);
     assert!(model.requests().is_empty());
 }

@@ -252,7 +252,7 @@ fn a_job_the_model_schedules_runs_on_the_next_tick_and_its_answer_is_saved() {
     assert_code(&ticked, 0);
     assert_contains(&stdout(&ticked), "weather: ran");
     assert_contains(
-        &model.requests()[3].messages().last().unwrap().content,
+        &model.requests()[3].messages().last().unwrap().text,
         "Report the weather in Lisbon",
     );
     let id = listed[0]["id"].as_str().unwrap();
@@ -265,7 +265,10 @@ fn a_job_the_model_schedules_runs_on_the_next_tick_and_its_answer_is_saved() {
     // Run once: the schedule goes on an hour later.
     let after = json(&run(home.talaria(&["cron", "list", "--json"])));
     assert_eq!(after[0]["last_status"], "ok");
-    assert_contains(&stdout(&run(home.talaria(&["cron", "tick"]))), "no job is due");
+    assert_contains(
+        &stdout(&run(home.talaria(&["cron", "tick"]))),
+        "no job is due",
+    );
 }
 
 #[test]
@@ -325,5 +328,8 @@ fn hermes_jobs_and_their_outputs_are_imported() {
     let shown = stdout(&run(home.talaria(&["cron", "show", "standup"])));
     assert_contains(&shown, "output:    1 run(s) saved");
     let again = run(home.talaria(&["import", "hermes", "--from", &from]));
-    assert_contains(&stdout(&again), "= cron job standup (a1b2c3d4e5f6): exists; not imported");
+    assert_contains(
+        &stdout(&again),
+        "= cron job standup (a1b2c3d4e5f6): exists; not imported",
+    );
 }

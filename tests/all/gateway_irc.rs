@@ -218,10 +218,7 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
         assert_contains(&stdout(&ticked), "standup: ran");
         assert_contains(&stdout(&ticked), "delivered to origin");
     }
-    assert_contains(
-        &ann.expect("Standup in 5 minutes!"),
-        ":talaria!",
-    );
+    assert_contains(&ann.expect("Standup in 5 minutes!"), ":talaria!");
     assert_contains(
         &model.requests()[8].messages().last().unwrap().text,
         "Remind the team of the standup",

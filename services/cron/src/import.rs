@@ -6,8 +6,9 @@
 use std::fs;
 use std::path::Path;
 
+use crate::store::valid_id;
 use crate::store::{create_private_dir, io};
-use crate::{JobState, JobStore, StoreError, valid_id};
+use crate::{JobState, JobStore, StoreError};
 
 /// What an import of jobs did, one line per job.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -145,10 +146,7 @@ mod tests {
         let mine = JobStore::new(profile.path());
         job_named(&mine, "standup");
         let report = mine.import_from(hermes.path(), false).unwrap();
-        assert_eq!(
-            report.imported,
-            [format!("cron job inbox ({})", inbox.id)]
-        );
+        assert_eq!(report.imported, [format!("cron job inbox ({})", inbox.id)]);
         assert_eq!(
             report.kept,
             [format!(
@@ -158,7 +156,11 @@ mod tests {
         );
         let jobs = mine.load().unwrap();
         assert_eq!(jobs.len(), 2);
-        assert_eq!(jobs[1].state, JobState::Scheduled, "Hermes's run is not ours");
+        assert_eq!(
+            jobs[1].state,
+            JobState::Scheduled,
+            "Hermes's run is not ours"
+        );
         assert!(jobs[1].run_claim.is_none());
         let outputs = mine.outputs(&inbox.id).unwrap();
         assert_eq!(fs::read_to_string(&outputs[0]).unwrap(), "inbox was empty");
@@ -183,9 +185,14 @@ mod tests {
         let profile = tempfile::tempdir().unwrap();
         let mine = JobStore::new(profile.path());
         let error = mine.import_from(hermes.path(), false).unwrap_err();
-        assert!(error.to_string().contains("is not a valid jobs file"), "{error}");
+        assert!(
+            error.to_string().contains("is not a valid jobs file"),
+            "{error}"
+        );
         assert!(mine.load().unwrap().is_empty());
-        let missing = mine.import_from(&hermes.path().join("nope"), false).unwrap();
+        let missing = mine
+            .import_from(&hermes.path().join("nope"), false)
+            .unwrap();
         assert_eq!(missing, JobsImport::default());
     }
 }

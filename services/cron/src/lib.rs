@@ -21,11 +21,15 @@ pub use schedule::{Schedule, ScheduleError};
 pub use store::{JobStore, StoreError, TickLock, new_id};
 pub use tick::{Claimed, TickReport, process_alive};
 
-/// Now, in whole seconds: `cron/jobs.json` stays readable by Hermes's
-/// Python, whose `fromisoformat` takes at most microseconds.
+/// Now, in whole seconds (cut, never rounded up into the future: a job made
+/// due "now" must be due at once): `cron/jobs.json` stays readable by
+/// Hermes's Python, whose `fromisoformat` takes at most microseconds.
 pub fn now() -> jiff::Timestamp {
     let now = jiff::Timestamp::now();
-    now.round(jiff::Unit::Second).unwrap_or(now)
+    let whole = jiff::TimestampRound::new()
+        .smallest(jiff::Unit::Second)
+        .mode(jiff::RoundMode::Trunc);
+    now.round(whole).unwrap_or(now)
 }
 
 /// `at` as RFC 3339 with the offset of `tz` (`2026-03-02T09:00:00-05:00`).

@@ -46,9 +46,11 @@ pub fn update(
     tz: &TimeZone,
 ) -> Result<(), String> {
     if changes.is_empty() {
-        return Err("nothing to change: give a new name, prompt, schedule, deliver, repeat, \
+        return Err(
+            "nothing to change: give a new name, prompt, schedule, deliver, repeat, \
                     skills or model"
-            .to_owned());
+                .to_owned(),
+        );
     }
     let mut job = jobs
         .get(at)
@@ -219,8 +221,14 @@ mod tests {
         let job = &all[1];
         assert_eq!(job.name, "build", "its own name is not taken");
         assert_eq!(job.schedule_display, "every 2h");
-        assert_eq!(job.next_run_at, Some("2026-03-01T10:00:00Z".parse().unwrap()));
-        assert_eq!((job.skill.as_deref(), job.model.as_deref()), (Some("ci"), Some("small")));
+        assert_eq!(
+            job.next_run_at,
+            Some("2026-03-01T10:00:00Z".parse().unwrap())
+        );
+        assert_eq!(
+            (job.skill.as_deref(), job.model.as_deref()),
+            (Some("ci"), Some("small"))
+        );
         assert_eq!(all[0], before[0]);
     }
 

@@ -78,9 +78,7 @@ impl AgentItemRunner {
         cancel: &CancellationToken,
         started: Instant,
     ) -> Option<Trajectory> {
-        let failed = |message: String, model: &str| {
-            Some(error_line(item, model, message, started))
-        };
+        let failed = |message: String, model: &str| Some(error_line(item, model, message, started));
         let settings = match self.settings(Some(item)) {
             Ok(settings) => settings,
             Err(message) => return failed(message, ""),
@@ -120,7 +118,12 @@ impl AgentItemRunner {
                 agent.end_session().await;
                 return None;
             }
-            Ok(Err(error)) => (false, ExitReason::Error, Some(redact(&error.to_string())), String::new()),
+            Ok(Err(error)) => (
+                false,
+                ExitReason::Error,
+                Some(redact(&error.to_string())),
+                String::new(),
+            ),
             Err(_) => {
                 stop.cancel();
                 let limit = self.limits.timeout.unwrap_or_default() + SUMMARY_GRACE;

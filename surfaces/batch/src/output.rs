@@ -42,7 +42,7 @@ pub enum OutputError {
     },
 }
 
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> OutputError + 'a {
     move |source| OutputError::Io {
         what,
         path: path.to_owned(),
@@ -96,7 +96,10 @@ impl Output {
             return Err(OutputError::NotEmpty(path));
         }
         // Only whole lines count: anything after the last newline was cut.
-        let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |at| at + 1);
+        let whole = text
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
         let mut output = Self {
             dir: dir.to_owned(),
             file: OpenOptions::new()
@@ -196,7 +199,8 @@ impl Output {
         text.push(b'\n');
         let mut temp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io("write", &path))?;
         temp.write_all(&text).map_err(io("write", &path))?;
-        temp.persist(&path).map_err(|e| io("write", &path)(e.error))?;
+        temp.persist(&path)
+            .map_err(|e| io("write", &path)(e.error))?;
         Ok(())
     }
 }
@@ -212,7 +216,11 @@ mod tests {
         Trajectory {
             id: id.into(),
             completed,
-            exit: if completed { ExitReason::Final } else { ExitReason::Error },
+            exit: if completed {
+                ExitReason::Final
+            } else {
+                ExitReason::Error
+            },
             error: None,
             answer: "a".into(),
             conversations: Vec::new(),

@@ -74,9 +74,7 @@ pub fn run_batch(
         );
         workers.push(std::thread::spawn(move || {
             loop {
-                let over = options
-                    .max_cost_usd
-                    .is_some_and(|cap| *lock(&spent) >= cap);
+                let over = options.max_cost_usd.is_some_and(|cap| *lock(&spent) >= cap);
                 if cancel.is_cancelled() || over {
                     return;
                 }
@@ -97,7 +95,9 @@ pub fn run_batch(
     let mut done = 0;
     let mut failure = None;
     for trajectory in finished {
-        let Some(trajectory) = trajectory else { continue };
+        let Some(trajectory) = trajectory else {
+            continue;
+        };
         if let Err(error) = output.write(&trajectory) {
             // Nothing more can be kept: stop everything.
             cancel.cancel();
@@ -116,10 +116,9 @@ pub fn run_batch(
     let left = !lock(&queue).is_empty();
     let stopped = if cancel.is_cancelled() {
         Some("interrupted".to_owned())
-    } else if let Some(cap) = options.max_cost_usd.filter(|_| left) {
-        Some(format!("the cost cap of ${cap:.2} was reached (--max-cost)"))
     } else {
-        None
+        let cap = options.max_cost_usd.filter(|_| left);
+        cap.map(|cap| format!("the cost cap of ${cap:.2} was reached (--max-cost)"))
     };
     let mut stats = output.stats(items.len(), started.elapsed().as_secs_f64(), done);
     stats.stopped = stopped;
@@ -167,7 +166,11 @@ mod tests {
             Some(Trajectory {
                 id: item.id.clone(),
                 completed: !failed,
-                exit: if failed { ExitReason::Error } else { ExitReason::Final },
+                exit: if failed {
+                    ExitReason::Error
+                } else {
+                    ExitReason::Final
+                },
                 error: failed.then(|| "the model is down".to_owned()),
                 answer: String::new(),
                 conversations: Vec::new(),
@@ -192,7 +195,8 @@ mod tests {
             self.0.push(format!("start {to_run} skip {skipped}"));
         }
         fn finished(&mut self, trajectory: &Trajectory, finished: usize, to_run: usize) {
-            self.0.push(format!("{} {finished}/{to_run}", trajectory.id));
+            self.0
+                .push(format!("{} {finished}/{to_run}", trajectory.id));
         }
     }
 
@@ -200,7 +204,11 @@ mod tests {
         (0..n)
             .map(|i| BatchItem {
                 id: i.to_string(),
-                prompt: if i % 7 == 3 { "fail".into() } else { format!("q{i}") },
+                prompt: if i % 7 == 3 {
+                    "fail".into()
+                } else {
+                    format!("q{i}")
+                },
                 toolsets: None,
                 model: None,
                 system: None,
@@ -236,8 +244,15 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut output = Output::open(dir.path(), false).unwrap();
         let runner = scripted(0.0, Some((12, cancel.clone())));
-        let stats = run_batch(&items, &mut output, runner, FOUR, &cancel, &mut Counted::default())
-            .unwrap();
+        let stats = run_batch(
+            &items,
+            &mut output,
+            runner,
+            FOUR,
+            &cancel,
+            &mut Counted::default(),
+        )
+        .unwrap();
         assert_eq!(stats.stopped.as_deref(), Some("interrupted"));
         let first = ids(dir.path());
         assert!(first.len() < 30 && !first.is_empty(), "{}", first.len());
@@ -245,10 +260,19 @@ mod tests {
         let mut output = Output::open(dir.path(), true).unwrap();
         let mut progress = Counted::default();
         let runner = scripted(0.0, None);
-        let stats =
-            run_batch(&items, &mut output, runner, FOUR, &CancellationToken::new(), &mut progress)
-                .unwrap();
-        assert_eq!(progress.0[0], format!("start {} skip {}", 30 - first.len(), first.len()));
+        let stats = run_batch(
+            &items,
+            &mut output,
+            runner,
+            FOUR,
+            &CancellationToken::new(),
+            &mut progress,
+        )
+        .unwrap();
+        assert_eq!(
+            progress.0[0],
+            format!("start {} skip {}", 30 - first.len(), first.len())
+        );
         let all = ids(dir.path());
         assert_eq!(all.len(), 30);
         assert_eq!(all.iter().collect::<HashSet<_>>().len(), 30, "each id once");

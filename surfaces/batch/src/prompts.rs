@@ -71,7 +71,10 @@ pub fn parse_prompts(text: &str) -> Result<Vec<BatchItem>, PromptsError> {
         }
         match item(line) {
             Ok(item) if !seen.insert(item.id.clone()) => {
-                errors.push((number, format!("id {:?} is used by an earlier line", item.id)));
+                errors.push((
+                    number,
+                    format!("id {:?} is used by an earlier line", item.id),
+                ));
             }
             Ok(item) => items.push(item),
             Err(error) => errors.push((number, error)),
@@ -147,9 +150,15 @@ mod tests {
         let lines: Vec<usize> = error.errors.iter().map(|(line, _)| *line).collect();
         assert_eq!(lines, [2, 3, 4, 5, 6, 7]);
         let text = error.to_string();
-        assert!(text.contains("line 2: id \"1\" is used by an earlier line"), "{text}");
+        assert!(
+            text.contains("line 2: id \"1\" is used by an earlier line"),
+            "{text}"
+        );
         assert!(text.contains("line 3: missing field `id`"), "{text}");
-        assert!(text.contains("line 5: item \"2\" has an empty prompt"), "{text}");
+        assert!(
+            text.contains("line 5: item \"2\" has an empty prompt"),
+            "{text}"
+        );
         assert!(text.contains("unknown field `temperature`"), "{text}");
     }
 }

@@ -58,7 +58,10 @@ pub struct BatchRunArgs {
 /// Runs a `batch` subcommand.
 pub async fn run(command: BatchCommand, home: &ProfileHome) -> Status {
     let BatchCommand::Run(args) = command;
-    if args.max_cost.is_some_and(|usd| !usd.is_finite() || usd < 0.0) {
+    if args
+        .max_cost
+        .is_some_and(|usd| !usd.is_finite() || usd < 0.0)
+    {
         return usage_error("--max-cost must be a number of USD, at least 0");
     }
     let text = match std::fs::read_to_string(&args.prompts) {
@@ -79,7 +82,12 @@ pub async fn run(command: BatchCommand, home: &ProfileHome) -> Status {
         max_iterations: args.max_iterations,
         timeout: args.item_timeout.map(Duration::from_secs),
     };
-    let runner = AgentItemRunner::new(home.clone(), crate::run::overrides(&args.model), cwd, limits);
+    let runner = AgentItemRunner::new(
+        home.clone(),
+        crate::run::overrides(&args.model),
+        cwd,
+        limits,
+    );
     // Said before anything runs: every item would fail the same way.
     if let Err(problem) = runner.settings(None) {
         return usage_error(&talaria_redact::redact(&problem));
@@ -155,7 +163,10 @@ impl Report {
 impl Progress for Report {
     fn started(&mut self, to_run: usize, skipped: usize) {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "talaria batch: {to_run} to run, {skipped} already written");
+        let _ = writeln!(
+            err,
+            "talaria batch: {to_run} to run, {skipped} already written"
+        );
     }
 
     fn finished(&mut self, trajectory: &Trajectory, finished: usize, to_run: usize) {

@@ -29,7 +29,10 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
             let jobs_error = match jobs {
                 Ok(jobs) => {
                     report.imported.extend(jobs.imported);
-                    let skipped = jobs.kept.into_iter().map(|why| format!("{why}; not imported"));
+                    let skipped = jobs
+                        .kept
+                        .into_iter()
+                        .map(|why| format!("{why}; not imported"));
                     report.kept.extend(skipped);
                     None
                 }

@@ -3,8 +3,8 @@
 
 mod acp_cmd;
 mod approver;
-mod batch_cmd;
 mod args;
+mod batch_cmd;
 mod commands_cmd;
 mod config_cmd;
 mod cron_cmd;

@@ -460,7 +460,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(again.claimed.is_empty());
-        assert_eq!(runner.runs.lock().unwrap().len(), 3);
+        assert_eq!(runner.runs.lock().unwrap().len(), 4);
     }
 
     #[tokio::test]

@@ -84,7 +84,13 @@ pub async fn post(
 ) -> Result<(), String> {
     let capabilities = tokio::time::timeout(wait, outbox.connected())
         .await
-        .map_err(|_| format!("{} did not connect within {} s", to.platform, wait.as_secs()))?
+        .map_err(|_| {
+            format!(
+                "{} did not connect within {} s",
+                to.platform,
+                wait.as_secs()
+            )
+        })?
         .ok_or_else(|| format!("{} is shut down", to.platform))?;
     let destination = Destination {
         chat_id: to.chat_id.clone(),

@@ -247,7 +247,10 @@ pub(crate) fn connector(
         .iter()
         .filter_map(|(key, value)| Some((key.clone(), serde_json::to_value(value).ok()?)))
         .collect();
-    Some(PluginConnector::new(plugin.clone(), config_section(&section)))
+    Some(PluginConnector::new(
+        plugin.clone(),
+        config_section(&section),
+    ))
 }
 
 /// Each platform's home channel, where one is configured.

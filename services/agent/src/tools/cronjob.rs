@@ -76,10 +76,7 @@ impl CronJobTool {
             .approve_text(shown, &origin, finding, false)
             .await
             .map_err(|e| format!("the scheduled jobs were not changed: {e}"))?;
-        self.setup
-            .store
-            .update(apply)
-            .map_err(|e| e.to_string())?
+        self.setup.store.update(apply).map_err(|e| e.to_string())?
     }
 
     fn list(&self) -> Result<Value, String> {
@@ -89,7 +86,8 @@ impl CronJobTool {
     }
 
     fn describe(&self, job: &Job) -> Value {
-        let at = |at: Option<jiff::Timestamp>| at.map(|at| talaria_cron::rfc3339(at, &self.setup.tz));
+        let at =
+            |at: Option<jiff::Timestamp>| at.map(|at| talaria_cron::rfc3339(at, &self.setup.tz));
         json!({
             "job_id": job.id,
             "name": job.name,
@@ -127,7 +125,12 @@ impl CronJobTool {
         };
         let now = talaria_cron::now();
         let deliver = new.deliver.clone().unwrap_or_else(|| {
-            if new.origin.is_some() { "origin" } else { "local" }.to_owned()
+            if new.origin.is_some() {
+                "origin"
+            } else {
+                "local"
+            }
+            .to_owned()
         });
         let shown = format!(
             "schedule a job ({schedule}, delivered to {deliver}): {}",
@@ -267,8 +270,10 @@ impl NativeTool for CronJobTool {
             action @ ("pause" | "resume" | "remove" | "run") => {
                 self.change_state(action, &args, context).await
             }
-            "" => Err("'action' is required: create, list, update, pause, resume, remove or run"
-                .to_owned()),
+            "" => Err(
+                "'action' is required: create, list, update, pause, resume, remove or run"
+                    .to_owned(),
+            ),
             other => Err(format!(
                 "unknown action '{other}': use create, list, update, pause, resume, remove or run"
             )),
@@ -291,8 +296,9 @@ impl<'a> Args<'a> {
     }
 
     fn job_id(&self) -> Result<&'a str, String> {
-        self.text("job_id")?
-            .ok_or_else(|| "'job_id' is required: the job's id or name (action list shows them)".to_owned())
+        self.text("job_id")?.ok_or_else(|| {
+            "'job_id' is required: the job's id or name (action list shows them)".to_owned()
+        })
     }
 
     fn repeat(&self) -> Result<Option<u32>, String> {
@@ -320,7 +326,9 @@ impl<'a> Args<'a> {
                 })
                 .collect::<Result<_, _>>()
                 .map(Some),
-            Some(other) => Err(format!("'skills' must be a list of skill names, not {other}")),
+            Some(other) => Err(format!(
+                "'skills' must be a list of skill names, not {other}"
+            )),
         }
     }
 
@@ -356,7 +364,9 @@ fn scan(prompt: &str) -> Result<(), String> {
     let scanner = talaria_memory::Scanner::builtin()
         .map_err(|e| format!("the threat scanner is unavailable: {e}"))?;
     match scanner.scan_in(prompt, talaria_memory::Scope::Document) {
-        Some(threat) => Err(format!("the prompt was refused by the threat scanner: {threat}")),
+        Some(threat) => Err(format!(
+            "the prompt was refused by the threat scanner: {threat}"
+        )),
         None => Ok(()),
     }
 }

@@ -103,7 +103,10 @@ async fn a_send_only_account_sends_and_closes_without_taking_events() {
         .await
         .unwrap();
     let out = sent.recv().await.unwrap();
-    assert_eq!((out.chat_id.as_str(), out.text.as_str()), ("#team", "the nightly report"));
+    assert_eq!(
+        (out.chat_id.as_str(), out.text.as_str()),
+        ("#team", "the nightly report")
+    );
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(platform.unread(), 1, "the event is left for the gateway");
     outbox.shutdown();
