@@ -239,3 +239,52 @@ fn bad_input_is_refused_before_anything_runs() {
     assert_code(&cost, 2);
     assert!(model.requests().is_empty());
 }
+
+#[test]
+fn an_item_past_its_iteration_limit_is_written_with_its_summary() {
+    use talaria_testkit::ToolCall;
+
+    let home = Home::new();
+    let work = home.workdir();
+    let prompts = work.path().join("prompts.jsonl");
+    std::fs::write(
+        &prompts,
+        "{\"id\": \"long\", \"prompt\": \"plan my week\"}\n",
+    )
+    .unwrap();
+    let out = work.path().join("out");
+    // One call, one warned call past the limit (still calling tools), then
+    // the forced summary.
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("todo", r#"{"todos": []}"#)]),
+        Step::tool_calls([ToolCall::new("todo", r#"{"todos": []}"#)]),
+        Step::text("Summary: the week is half planned."),
+    ]))
+    .unwrap();
+    home.write_config(&config(&model));
+    let done = run(batch(
+        &home,
+        &[
+            &prompts.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+            "--max-iterations",
+            "1",
+        ],
+    ));
+    assert_code(&done, 0);
+    assert_contains(&stdout(&done), "0 done, 1 failed");
+    let line = &lines(&out)[0];
+    assert_eq!(line["exit"], "budget");
+    assert_eq!(line["completed"], false);
+    assert_contains(line["error"].as_str().unwrap(), "iteration budget");
+    assert_eq!(line["answer"], "Summary: the week is half planned.");
+    assert!(line["tool_calls"].as_u64().unwrap() >= 1);
+    let turns: Vec<&str> = line["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| turn["from"].as_str().unwrap())
+        .collect();
+    assert_eq!(turns[..4], ["system", "human", "gpt", "tool"]);
+}
