@@ -1,7 +1,8 @@
-//! Batch throughput through the real binary: `talaria batch run` of 200
-//! prompts against a scripted model that answers at once (so the time is
-//! Talaria's: building each item's agent, its session in SQLite, the
-//! trajectory line), with 1, 4 and 8 workers; 3 runs each.
+//! Batch throughput through the real binary: `talaria batch run` against a
+//! scripted model that answers at once (200 prompts: the time is Talaria's —
+//! building each item's agent, its session in SQLite, the trajectory line)
+//! and one that takes 200 ms per answer (40 prompts: workers overlap the
+//! model's latency), with 1, 4 and 8 workers; 3 runs each.
 //!
 //! `cargo bench --bench batch`. Prints items per second (min/median/max).
 
@@ -13,7 +14,6 @@ use std::time::Instant;
 
 use talaria_testkit::{Script, ScriptedServer, Step};
 
-const ITEMS: usize = 200;
 const RUNS: usize = 3;
 
 fn talaria(home: &Path) -> Command {
@@ -26,11 +26,12 @@ fn talaria(home: &Path) -> Command {
     command
 }
 
-/// Items per second of one run with `workers`.
-fn one_run(workers: usize) -> f64 {
+/// Items per second of one run of `items` prompts with `workers`, the
+/// model answering after `delay_ms`.
+fn one_run(items: usize, workers: usize, delay_ms: u64) -> f64 {
     let home = tempfile::tempdir().unwrap();
     let model = ScriptedServer::spawn(Script::new(
-        (0..ITEMS).map(|i| Step::text(format!("answer {i}"))),
+        (0..items).map(|i| Step::text(format!("answer {i}")).delayed(delay_ms)),
     ))
     .unwrap();
     std::fs::write(
@@ -42,7 +43,7 @@ fn one_run(workers: usize) -> f64 {
     )
     .unwrap();
     let prompts = home.path().join("prompts.jsonl");
-    let lines: Vec<String> = (0..ITEMS)
+    let lines: Vec<String> = (0..items)
         .map(|i| serde_json::json!({"id": i, "prompt": format!("question {i}")}).to_string())
         .collect();
     std::fs::write(&prompts, lines.join("\n")).unwrap();
@@ -64,22 +65,27 @@ fn one_run(workers: usize) -> f64 {
         .unwrap()
         .lines()
         .count();
-    assert_eq!(written, ITEMS);
-    ITEMS as f64 / seconds
+    assert_eq!(written, items);
+    items as f64 / seconds
 }
 
 fn main() {
-    println!("\n| batch of {ITEMS}, scripted model | min items/s | med items/s | max items/s |");
-    println!("|-------------------------------|-------------|-------------|-------------|");
-    for workers in [1, 4, 8] {
-        let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run(workers)).collect();
-        rates.sort_by(f64::total_cmp);
+    for (items, delay_ms) in [(200, 0), (40, 200)] {
         println!(
-            "| {:<29} | {:>11.1} | {:>11.1} | {:>11.1} |",
-            format!("{workers} worker(s)"),
-            rates[0],
-            rates[RUNS / 2],
-            rates[RUNS - 1]
+            "\n| {items} prompts, model answers in {delay_ms} ms | min items/s | med items/s | max items/s |"
         );
+        println!("|---|---|---|---|");
+        for workers in [1, 4, 8] {
+            let mut rates: Vec<f64> = (0..RUNS)
+                .map(|_| one_run(items, workers, delay_ms))
+                .collect();
+            rates.sort_by(f64::total_cmp);
+            println!(
+                "| {workers} worker(s) | {:.1} | {:.1} | {:.1} |",
+                rates[0],
+                rates[RUNS / 2],
+                rates[RUNS - 1]
+            );
+        }
     }
 }
