@@ -14,6 +14,8 @@ mod messenger;
 pub mod plugins;
 pub mod session_ops;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};

@@ -338,28 +338,13 @@ impl crate::Agent {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use talaria_approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision};
+    use talaria_approval::{ApprovalPolicy, Decision};
     use talaria_exec::LocalBackend;
     use talaria_kernel::ToolCall;
     use talaria_mcp::{McpServer, ServerTools, ToolInfo};
 
     use super::*;
-
-    /// Answers every question with `answer` and keeps the questions.
-    struct Recording {
-        answer: Decision,
-        asked: Mutex<Vec<ApprovalRequest>>,
-    }
-
-    #[async_trait]
-    impl Approver for Recording {
-        async fn ask(&self, request: &ApprovalRequest) -> Decision {
-            self.asked.lock().unwrap().push(request.clone());
-            self.answer
-        }
-    }
+    use crate::test_support::Recording;
 
     fn tool(name: &str, read_only: bool) -> ToolInfo {
         ToolInfo {
@@ -390,10 +375,7 @@ mod tests {
             ..ServerTools::default()
         };
         let source = Arc::new(McpToolSource::new(vec![(server, offer)]));
-        let approver = Arc::new(Recording {
-            answer,
-            asked: Mutex::new(Vec::new()),
-        });
+        let approver = Recording::new(answer);
         let policy = ApprovalPolicy::load(dir.join("approvals.json")).unwrap();
         let gate = Arc::new(GatedExecutor::new(
             Arc::new(LocalBackend::new()),

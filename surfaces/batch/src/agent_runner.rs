@@ -34,42 +34,49 @@ pub struct ItemLimits {
 /// Runs items with agents built from a profile.
 pub struct AgentItemRunner {
     home: ProfileHome,
-    overrides: Overrides,
     cwd: PathBuf,
     limits: ItemLimits,
+    /// The profile's settings with the batch's limits, read once: the
+    /// batch is one run, and every item starts from the same settings.
+    settings: Settings,
 }
 
 impl AgentItemRunner {
-    /// Items of `home`'s profile (with `overrides`), working in `cwd`.
-    pub fn new(home: ProfileHome, overrides: Overrides, cwd: PathBuf, limits: ItemLimits) -> Self {
-        Self {
-            home,
-            overrides,
-            cwd,
-            limits,
-        }
-    }
-
-    /// The profile's settings as they are now, with the item's choices.
-    pub fn settings(&self, item: Option<&BatchItem>) -> Result<Settings, String> {
-        let (env, config) = talaria_profile::load_profile(&self.home).map_err(|e| e.to_string())?;
-        let mut settings = Settings::resolve(&self.overrides, &env, config, &self.home)
-            .map_err(|e| e.to_string())?;
-        if let Some(max) = self.limits.max_iterations {
+    /// Items of `home`'s profile (with `overrides`), working in `cwd`; `Err`
+    /// when the profile's settings do not resolve (every item would fail).
+    pub fn new(
+        home: ProfileHome,
+        overrides: &Overrides,
+        cwd: PathBuf,
+        limits: ItemLimits,
+    ) -> Result<Self, String> {
+        let (env, config) = talaria_profile::load_profile(&home).map_err(|e| e.to_string())?;
+        let mut settings =
+            Settings::resolve(overrides, &env, config, &home).map_err(|e| e.to_string())?;
+        if let Some(max) = limits.max_iterations {
             settings.config.budget.max_iterations = max;
         }
-        if let Some(timeout) = self.limits.timeout {
+        if let Some(timeout) = limits.timeout {
             settings.config.budget.max_seconds = Some(timeout.as_secs().max(1));
         }
-        if let Some(item) = item {
-            if let Some(model) = &item.model {
-                settings.primary.model.clone_from(model);
-            }
-            if let Some(toolsets) = &item.toolsets {
-                settings.config.tools.enabled = Some(toolsets.clone());
-            }
+        Ok(Self {
+            home,
+            cwd,
+            limits,
+            settings,
+        })
+    }
+
+    /// The settings with the item's model and toolsets.
+    fn settings_for(&self, item: &BatchItem) -> Settings {
+        let mut settings = self.settings.clone();
+        if let Some(model) = &item.model {
+            settings.primary.model.clone_from(model);
         }
-        Ok(settings)
+        if let Some(toolsets) = &item.toolsets {
+            settings.config.tools.enabled = Some(toolsets.clone());
+        }
+        settings
     }
 
     async fn run_item(
@@ -79,10 +86,7 @@ impl AgentItemRunner {
         started: Instant,
     ) -> Option<Trajectory> {
         let failed = |message: String, model: &str| Some(error_line(item, model, message, started));
-        let settings = match self.settings(Some(item)) {
-            Ok(settings) => settings,
-            Err(message) => return failed(message, ""),
-        };
+        let settings = self.settings_for(item);
         let model = settings.primary.model.clone();
         let options = AgentOptions {
             surface: Surface::Batch,

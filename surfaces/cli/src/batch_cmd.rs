@@ -82,16 +82,12 @@ pub async fn run(command: BatchCommand, home: &ProfileHome) -> Status {
         max_iterations: args.max_iterations,
         timeout: args.item_timeout.map(Duration::from_secs),
     };
-    let runner = AgentItemRunner::new(
-        home.clone(),
-        crate::run::overrides(&args.model),
-        cwd,
-        limits,
-    );
+    let overrides = crate::run::overrides(&args.model);
     // Said before anything runs: every item would fail the same way.
-    if let Err(problem) = runner.settings(None) {
-        return usage_error(&talaria_redact::redact(&problem));
-    }
+    let runner = match AgentItemRunner::new(home.clone(), &overrides, cwd, limits) {
+        Ok(runner) => runner,
+        Err(problem) => return usage_error(&talaria_redact::redact(&problem)),
+    };
     let mut output = match Output::open(&args.out, args.resume) {
         Ok(output) => output,
         Err(error) => return usage_error(&error.to_string()),

@@ -1,24 +1,9 @@
-use std::sync::Mutex;
-
-use talaria_approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision};
+use talaria_approval::{ApprovalPolicy, Decision};
 use talaria_cron::JobState;
 use talaria_exec::LocalBackend;
 
 use super::*;
-
-/// Answers every question with `answer` and keeps the questions.
-struct Recording {
-    answer: Decision,
-    asked: Mutex<Vec<ApprovalRequest>>,
-}
-
-#[async_trait]
-impl Approver for Recording {
-    async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        self.asked.lock().unwrap().push(request.clone());
-        self.answer
-    }
-}
+use crate::test_support::Recording;
 
 struct Rig {
     _dir: tempfile::TempDir,
@@ -45,10 +30,7 @@ impl Rig {
 /// questions answered `answer` (yolo mode when `yolo`).
 fn rig(answer: Decision, yolo: bool) -> Rig {
     let dir = tempfile::tempdir().unwrap();
-    let approver = Arc::new(Recording {
-        answer,
-        asked: Mutex::new(Vec::new()),
-    });
+    let approver = Recording::new(answer);
     let policy = ApprovalPolicy::load(dir.path().join("approvals.toml"))
         .unwrap()
         .with_yolo(yolo);

@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use talaria_approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, DenyAll};
+use talaria_approval::{ApprovalPolicy, Approver, Decision, DenyAll};
 use talaria_exec::{BwrapBackend, GatedExecutor, LocalBackend};
 use talaria_kernel::{HookSession, HookVerdict, NoHooks, ToolResult, ValidatedCall};
 
 use super::*;
+use crate::test_support::Recording;
 
 /// `read_file` / `write_file` over an in-memory map, plus `memory` (offered
 /// to the model but not to scripts).
@@ -452,29 +453,6 @@ fn the_spec_names_the_functions_and_the_limits() {
         assert!(spec.description.contains(needle), "{needle}");
     }
     assert_eq!(setup.tool.toolset(), "code_execution");
-}
-
-/// Answers every question with `answer` and records it.
-struct Recording {
-    answer: Decision,
-    asked: Mutex<Vec<ApprovalRequest>>,
-}
-
-impl Recording {
-    fn new(answer: Decision) -> Arc<Self> {
-        Arc::new(Self {
-            answer,
-            asked: Mutex::new(Vec::new()),
-        })
-    }
-}
-
-#[async_trait]
-impl Approver for Recording {
-    async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        self.asked.lock().unwrap().push(request.clone());
-        self.answer
-    }
 }
 
 /// A script that leaves a file `ran` in the working directory.
