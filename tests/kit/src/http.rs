@@ -16,6 +16,32 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
+/// A test server's lifetime: dropping it signals the server to stop and
+/// waits for its thread, when it has one of its own.
+#[derive(Debug)]
+pub(crate) struct Running {
+    shutdown: tokio::sync::watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    pub(crate) fn new(
+        shutdown: tokio::sync::watch::Sender<bool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    ) -> Self {
+        Self { shutdown, thread }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Runs `serve` on a listener bound to 127.0.0.1:`port` (0: any), on a
 /// thread named `name-<port>` with a runtime of its own: the bound address
 /// and the thread.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::http::{Connection, Ending, Framing, Request, Response, serve_on_thread};
+use crate::http::{Connection, Ending, Framing, Request, Response, Running, serve_on_thread};
 use crate::recorder::{self, RecordedRequest, Wire};
 use crate::render::{Call, Completion, Finish, SseEvent, Usage, tokens};
 use crate::script::{Script, Step, StepKind};
@@ -80,8 +80,7 @@ impl Default for ServerOptions {
 pub struct ScriptedServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: Running,
 }
 
 impl std::fmt::Debug for ScriptedServer {
@@ -104,8 +103,7 @@ impl ScriptedServer {
         Ok(Self {
             addr,
             shared,
-            shutdown,
-            thread: None,
+            _running: Running::new(shutdown, None),
         })
     }
 
@@ -127,8 +125,7 @@ impl ScriptedServer {
         Ok(Self {
             addr,
             shared,
-            shutdown,
-            thread: Some(thread),
+            _running: Running::new(shutdown, Some(thread)),
         })
     }
 
@@ -167,15 +164,6 @@ impl ScriptedServer {
     /// Appends a step to the script.
     pub fn push(&self, step: Step) {
         self.shared.lock().script.steps.push(step);
-    }
-}
-
-impl Drop for ScriptedServer {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

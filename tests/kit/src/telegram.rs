@@ -46,7 +46,7 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
-use crate::http::{Connection, Ending, Framing, Request, Response, serve_on_thread};
+use crate::http::{Connection, Ending, Framing, Request, Response, Running, serve_on_thread};
 
 /// Longest long-poll the fake holds, as Telegram caps `timeout` at 50 s.
 const MAX_POLL_SECS: u64 = 50;
@@ -285,8 +285,7 @@ struct Shared {
 pub struct TelegramFake {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: Running,
 }
 
 impl std::fmt::Debug for TelegramFake {
@@ -332,8 +331,7 @@ impl TelegramFake {
         Ok(Self {
             addr,
             shared,
-            shutdown,
-            thread: Some(thread),
+            _running: Running::new(shutdown, Some(thread)),
         })
     }
 
@@ -476,15 +474,6 @@ impl TelegramFake {
     /// there are 403.
     pub fn block(&self, chat_id: i64) {
         self.shared.lock().blocked.insert(chat_id);
-    }
-}
-
-impl Drop for TelegramFake {
-    fn drop(&mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
