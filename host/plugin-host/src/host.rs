@@ -2,6 +2,7 @@
 //! compile cache, and loading a plugin (its manifest, API version and grants
 //! here; its code by [`crate::runtime`]).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,6 +16,7 @@ use crate::engine;
 use crate::error::{HostError, LoadError};
 use crate::imports::chat::TlsClient;
 use crate::imports::editor::Editor;
+use crate::imports::egress::{Egress, PluginSecrets, ProcessEnvSecrets, SystemResolver};
 use crate::imports::exec::ExecServices;
 use crate::imports::kv::KvStore;
 use crate::imports::net::NetPolicy;
@@ -33,8 +35,9 @@ pub(crate) struct HostInner {
     pub(crate) linker: Linker<PluginState>,
     /// `linker` plus `chat-host`, for components exporting `chat-adapter`.
     pub(crate) chat_linker: Linker<PluginState>,
-    /// `tls-connect`'s client.
-    pub(crate) tls: Arc<TlsClient>,
+    /// The rules and TLS client of outgoing connections (`tls-connect`,
+    /// outgoing HTTP).
+    pub(crate) egress: Egress,
     pub(crate) cache: CompileCache,
     data_dir: PathBuf,
     profile: String,
@@ -143,7 +146,14 @@ impl PluginHost {
                 engine,
                 linker,
                 chat_linker,
-                tls: Arc::new(TlsClient::new(options.tls_ca_file)),
+                egress: Egress {
+                    resolver: options.resolver.unwrap_or_else(|| Arc::new(SystemResolver)),
+                    secrets: options
+                        .secrets
+                        .unwrap_or_else(|| Arc::new(ProcessEnvSecrets)),
+                    allow_private: options.allow_private_urls,
+                    tls: Arc::new(TlsClient::new(options.tls_ca_file)),
+                },
                 cache,
                 data_dir: options.data_dir,
                 profile: options.profile,
@@ -191,7 +201,22 @@ impl PluginHost {
     /// provider is instantiated once). The package's data skins
     /// (`skins/*.yaml`) are read whatever it provides. Needs a tokio runtime.
     pub async fn load(&self, dir: &Path, grants: &Grants) -> Result<LoadedPlugin, LoadError> {
-        let manifest = crate::runtime::read_manifest(&dir.join(MANIFEST_FILE))?;
+        self.load_configured(dir, grants, &BTreeMap::new()).await
+    }
+
+    /// [`load`](Self::load), with `settings` (the user's, from config.yaml)
+    /// over the manifest's `[config]` defaults — `$config.<key>` grants
+    /// follow them too.
+    pub async fn load_configured(
+        &self,
+        dir: &Path,
+        grants: &Grants,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let mut manifest = crate::runtime::read_manifest(&dir.join(MANIFEST_FILE))?;
+        manifest
+            .config
+            .extend(settings.iter().map(|(k, v)| (k.clone(), v.clone())));
         let name = manifest.name.clone();
         if !compatible(&manifest.api, &HOST_API) {
             return Err(LoadError::ApiVersion {
@@ -258,6 +283,13 @@ impl PluginHost {
         Arc::new(PluginShared {
             name: name.clone(),
             requested_env: manifest.capabilities.env.clone(),
+            requested_secrets: manifest.capabilities.secrets.clone(),
+            secrets: PluginSecrets::new(
+                &caps.secrets,
+                &manifest.capabilities.secrets,
+                &manifest.config,
+            ),
+            egress: self.inner.egress.clone(),
             config: manifest.config.clone(),
             limits: manifest.limits,
             log: match &self.inner.log_file {
@@ -265,7 +297,8 @@ impl PluginHost {
                 None => PluginLog::default(),
             },
             kv,
-            net: NetPolicy::new(&caps.network, &manifest.config),
+            net: NetPolicy::new(&caps.network, &manifest.config)
+                .allowing_private(self.inner.egress.allow_private),
             exec: self.inner.exec.clone(),
             sessions: self.inner.sessions.clone(),
             editor: self.inner.editor.clone(),

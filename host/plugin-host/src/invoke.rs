@@ -62,6 +62,8 @@ pub(crate) fn prepare(
         http_policy: HttpPolicy {
             net: shared.net.clone(),
             log: shared.log.clone(),
+            secrets: shared.secrets.clone(),
+            egress: shared.egress.clone(),
         },
         table: ResourceTable::new(),
         limiter: MemoryLimiter::new(shared.memory_limit_bytes()),

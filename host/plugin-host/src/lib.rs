@@ -56,6 +56,7 @@ pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::host::PluginHost;
 pub use crate::imports::chat::HostWork;
 pub use crate::imports::editor::Editor;
+pub use crate::imports::egress::{ProcessEnvSecrets, Resolver, SecretSource, SystemResolver};
 pub use crate::imports::exec::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::imports::session_search::{SessionHit, SessionSearch};
 pub use crate::kinds::chat::types::{
@@ -91,5 +92,6 @@ pub use talaria_tools::ToolFlags;
 // only this one.
 pub use talaria_plugin_manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Grants, HOST_API,
-    Limits, MANIFEST_FILE, Manifest, ManifestError, NetPattern, PluginKind, Runtime, compatible,
+    Limits, MANIFEST_FILE, Manifest, ManifestError, NetPattern, PluginKind, Runtime,
+    SecretCapability, compatible,
 };

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::imports::editor::Editor;
+use crate::imports::egress::{Resolver, SecretSource};
 use crate::imports::exec::ExecServices;
 use crate::imports::session_search::SessionSearch;
 
@@ -40,6 +41,16 @@ pub struct HostOptions {
     /// trusts besides the webpki roots and the system's (which honour
     /// `SSL_CERT_FILE` and `SSL_CERT_DIR`).
     pub tls_ca_file: Option<PathBuf>,
+    /// Resolves the host names of plugins' outgoing HTTP requests; by
+    /// default the system's resolver.
+    pub resolver: Option<Arc<dyn Resolver>>,
+    /// Where the secrets plugins name in requests come from; by default the
+    /// process environment.
+    pub secrets: Option<Arc<dyn SecretSource>>,
+    /// `security.allow_private_urls`: plugins' requests may reach private,
+    /// loopback and link-local addresses through any grant (otherwise only
+    /// through a grant that names the host).
+    pub allow_private_urls: bool,
 }
 
 impl HostOptions {
@@ -59,7 +70,28 @@ impl HostOptions {
             editor: None,
             prebuilt_dirs: Vec::new(),
             tls_ca_file: None,
+            resolver: None,
+            secrets: None,
+            allow_private_urls: false,
         }
+    }
+
+    /// The same options with plugins' host names resolved by `resolver`.
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// The same options with secrets read from `secrets`.
+    pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// The same options with private addresses allowed or not.
+    pub fn allowing_private_urls(mut self, allow: bool) -> Self {
+        self.allow_private_urls = allow;
+        self
     }
 
     /// The same options with the cache's MACs keyed by the secret in `path`.

@@ -13,13 +13,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::imports::editor::Editor;
+use crate::imports::egress::{Egress, PluginSecrets};
 use crate::imports::exec::ExecServices;
 use crate::imports::http::HttpPolicy;
 use crate::imports::kv::KvStore;
 use crate::imports::net::NetPolicy;
 use crate::imports::session_search::SessionSearch;
 use crate::log::PluginLog;
-use talaria_plugin_manifest::{Capabilities, Limits};
+use talaria_plugin_manifest::{Capabilities, Limits, SecretCapability};
 
 /// Everything about a loaded plugin its instances share.
 #[derive(Debug)]
@@ -29,6 +30,12 @@ pub(crate) struct PluginShared {
     pub(crate) caps: Capabilities,
     /// Env names the manifest requested (to tell "denied" from "absent").
     pub(crate) requested_env: Vec<String>,
+    /// Secrets the manifest requested (granted ones are in `caps`).
+    pub(crate) requested_secrets: Vec<SecretCapability>,
+    /// The granted secrets, with their hosts under this `config`.
+    pub(crate) secrets: PluginSecrets,
+    /// The host's rules for outgoing requests.
+    pub(crate) egress: Egress,
     pub(crate) config: BTreeMap<String, String>,
     pub(crate) limits: Limits,
     pub(crate) log: PluginLog,
@@ -98,8 +105,12 @@ impl PluginShared {
             name: self.name.clone(),
             caps: self.caps.clone(),
             requested_env: self.requested_env.clone(),
+            requested_secrets: self.requested_secrets.clone(),
             // `$config.<key>` grants follow the settings this instance runs with.
-            net: NetPolicy::new(&self.caps.network, &config),
+            net: NetPolicy::new(&self.caps.network, &config)
+                .allowing_private(self.egress.allow_private),
+            secrets: PluginSecrets::new(&self.caps.secrets, &self.requested_secrets, &config),
+            egress: self.egress.clone(),
             config,
             limits: self.limits,
             log: self.log.clone(),
@@ -135,6 +146,9 @@ impl HostCtx {
                 log: PluginLog::default(),
                 kv,
                 net: NetPolicy::default(),
+                requested_secrets: Vec::new(),
+                secrets: PluginSecrets::default(),
+                egress: Egress::default(),
                 data_dir: data.to_path_buf(),
                 caps,
                 exec,

@@ -8,6 +8,8 @@ mod common;
 mod chat;
 #[path = "all/commands.rs"]
 mod commands;
+#[path = "all/egress.rs"]
+mod egress;
 #[cfg(feature = "extism")]
 #[path = "all/extism.rs"]
 mod extism;

@@ -20,6 +20,8 @@ pub struct Grants {
     pub network: BTreeSet<String>,
     /// Environment variable names granted.
     pub env: BTreeSet<String>,
+    /// Secrets the host may write into the plugin's requests (by name).
+    pub secrets: BTreeSet<String>,
     /// Whether `exec` is granted.
     pub exec: bool,
     /// Whether the key-value store is granted.
@@ -48,6 +50,7 @@ impl Grants {
                 .collect(),
             network: caps.network.iter().cloned().collect(),
             env: caps.env.iter().cloned().collect(),
+            secrets: caps.secrets.iter().map(|s| s.name.clone()).collect(),
             exec: caps.exec,
             kv: caps.kv,
             session_search: caps.session_search,
@@ -93,6 +96,12 @@ impl Grants {
                 .filter(|e| self.env.contains(*e))
                 .cloned()
                 .collect(),
+            secrets: requested
+                .secrets
+                .iter()
+                .filter(|s| self.secrets.contains(&s.name))
+                .cloned()
+                .collect(),
             exec: requested.exec && self.exec,
             kv: requested.kv && self.kv,
             session_search: requested.session_search && self.session_search,
@@ -121,6 +130,12 @@ mod tests {
             network: vec!["a.org:443".into(), "b.org:443".into()],
             exec: true,
             env: vec!["A".into()],
+            secrets: ["K1", "K2"]
+                .map(|name| crate::SecretCapability {
+                    name: name.into(),
+                    hosts: vec!["a.org:443".into()],
+                })
+                .to_vec(),
             kv: true,
             session_search: false,
             trust_native: false,
@@ -129,6 +144,7 @@ mod tests {
             filesystem: [("$CWD".to_string(), Access::ReadOnly)].into(),
             network: ["b.org:443".to_string(), "c.org:443".to_string()].into(),
             env: ["A".to_string(), "B".to_string()].into(),
+            secrets: ["K2".to_string(), "K3".to_string()].into(),
             exec: false,
             kv: true,
             session_search: true,
@@ -144,6 +160,8 @@ mod tests {
         );
         assert_eq!(eff.network, vec!["b.org:443".to_string()]);
         assert_eq!(eff.env, vec!["A".to_string()]);
+        let secrets: Vec<&str> = eff.secrets.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(secrets, ["K2"]);
         assert!(!eff.exec);
         assert!(eff.kv);
         assert!(!eff.session_search);

@@ -7,6 +7,7 @@
 //! registry, `talaria plugin new/build/pack` and `talaria dist build` read them
 //! without linking a WebAssembly runtime.
 
+pub mod address;
 pub mod files;
 mod grants;
 mod kind;
@@ -18,7 +19,7 @@ pub use crate::grants::Grants;
 pub use crate::manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
     MANIFEST_FILE, MAX_MEMORY_MB, MAX_TIMEOUT_MS, Manifest, ManifestError, PluginKind, Runtime,
-    line_column,
+    SecretCapability, line_column,
 };
 pub use crate::net_pattern::{CONFIG_REQUEST_PREFIX, NetPattern, config_address};
 pub use crate::version::{HOST_API, compatible};

@@ -123,6 +123,10 @@ pub struct Capabilities {
     /// Environment variable names readable through `config.get`.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Secrets the host writes into outgoing HTTP requests for the plugin,
+    /// which never reads them (see [`SecretCapability`]).
+    #[serde(default)]
+    pub secrets: Vec<SecretCapability>,
     /// Whether the scoped key-value store is usable.
     #[serde(default)]
     pub kv: bool,
@@ -133,6 +137,21 @@ pub struct Capabilities {
     /// library to run unsandboxed, with the agent's privileges.
     #[serde(default)]
     pub trust_native: bool,
+}
+
+/// A secret (an API key) the plugin names in a request and the host fills in.
+/// The plugin writes the placeholder `{{secret:NAME}}` in a header value or
+/// the URL's query; the host replaces it with the value of the environment
+/// variable `NAME` (the process environment, then the profile's `.env`) —
+/// only in requests to one of `hosts`, so a plugin cannot carry a key to a
+/// host of its choosing, and never where the plugin can read it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretCapability {
+    /// The environment variable holding the secret (`BRAVE_API_KEY`).
+    pub name: String,
+    /// `host:port` patterns (or `$config.<key>`) the secret may be sent to.
+    pub hosts: Vec<String>,
 }
 
 /// Resource limits per instance and per call.
@@ -547,13 +566,26 @@ impl Manifest {
                 (key.into_inner(), value)
             })
             .collect::<BTreeMap<String, String>>();
-        for (i, pattern) in capabilities.network.iter().enumerate() {
+        let network = capabilities
+            .network
+            .iter()
+            .enumerate()
+            .map(|(i, pattern)| (format!("capabilities.network[{i}]"), pattern));
+        let secret_hosts = capabilities
+            .secrets
+            .iter()
+            .enumerate()
+            .flat_map(|(i, secret)| {
+                secret.hosts.iter().enumerate().map(move |(j, pattern)| {
+                    (format!("capabilities.secrets[{i}].hosts[{j}]"), pattern)
+                })
+            });
+        for (key, pattern) in network.chain(secret_hosts) {
             let Some(setting) = pattern.strip_prefix(crate::net_pattern::CONFIG_REQUEST_PREFIX)
             else {
                 continue;
             };
             if !config.contains_key(setting) {
-                let key = format!("capabilities.network[{i}]");
                 return Err(at(
                     find_key_span(text, &key).unwrap_or(0..0),
                     &key,
@@ -613,6 +645,7 @@ fn validate_capabilities(caps: &Capabilities, runtime: Runtime) -> Result<(), (S
             ("network", !caps.network.is_empty()),
             ("exec", caps.exec),
             ("env", !caps.env.is_empty()),
+            ("secrets", !caps.secrets.is_empty()),
             ("kv", caps.kv),
             ("session-search", caps.session_search),
         ];
@@ -659,28 +692,50 @@ fn validate_capabilities(caps: &Capabilities, runtime: Runtime) -> Result<(), (S
         }
     }
     for (i, pattern) in caps.network.iter().enumerate() {
-        let key = format!("capabilities.network[{i}]");
-        if let Some(setting) = pattern.strip_prefix(crate::net_pattern::CONFIG_REQUEST_PREFIX) {
-            // Checked against `[config]` by the manifest's own validation.
-            if setting.is_empty() {
-                return Err((key, format!("{pattern:?}: name a [config] key")));
-            }
-            continue;
-        }
-        if let Err(message) = crate::net_pattern::NetPattern::parse(pattern) {
-            return Err((key, message));
-        }
+        check_net_pattern(pattern)
+            .map_err(|message| (format!("capabilities.network[{i}]"), message))?;
     }
     for (i, name) in caps.env.iter().enumerate() {
-        let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !ok {
+        if !is_env_name(name) {
             return Err((
                 format!("capabilities.env[{i}]"),
                 format!("{name:?} is not an environment variable name"),
             ));
         }
     }
+    for (i, secret) in caps.secrets.iter().enumerate() {
+        let key = format!("capabilities.secrets[{i}]");
+        if !is_env_name(&secret.name) {
+            return Err((
+                format!("{key}.name"),
+                format!("{:?} is not an environment variable name", secret.name),
+            ));
+        }
+        if secret.hosts.is_empty() {
+            return Err((
+                format!("{key}.hosts"),
+                "name the hosts the secret may be sent to".into(),
+            ));
+        }
+        for (j, pattern) in secret.hosts.iter().enumerate() {
+            check_net_pattern(pattern).map_err(|message| (format!("{key}.hosts[{j}]"), message))?;
+        }
+    }
     Ok(())
+}
+
+/// A `host:port` pattern or a `$config.<key>` request (whose key is checked
+/// against `[config]` by the manifest's own validation).
+fn check_net_pattern(pattern: &str) -> Result<(), String> {
+    match pattern.strip_prefix(crate::net_pattern::CONFIG_REQUEST_PREFIX) {
+        Some("") => Err(format!("{pattern:?}: name a [config] key")),
+        Some(_) => Ok(()),
+        None => crate::net_pattern::NetPattern::parse(pattern).map(drop),
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -811,5 +866,41 @@ mod config_request_tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("name a [config] key"), "{error}");
+    }
+
+    #[test]
+    fn secrets_name_a_variable_and_the_hosts_it_may_reach() {
+        let parse = |caps: &str| {
+            let text = format!(
+                "{HEAD}[capabilities]\n{caps}\n[config]\nbrave_url = \"https://api.search.brave.com\"\n"
+            );
+            Manifest::parse(&text, Path::new("/p/plugin.toml")).map_err(|e| e.to_string())
+        };
+        let manifest = parse(
+            r#"secrets = [{ name = "BRAVE_API_KEY", hosts = ["api.search.brave.com:443", "$config.brave_url"] }]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            manifest.capabilities.secrets,
+            vec![SecretCapability {
+                name: "BRAVE_API_KEY".into(),
+                hosts: vec![
+                    "api.search.brave.com:443".into(),
+                    "$config.brave_url".into()
+                ],
+            }]
+        );
+        let error =
+            parse(r#"secrets = [{ name = "BRAVE KEY", hosts = ["a.b:443"] }]"#).unwrap_err();
+        assert!(error.contains("capabilities.secrets[0].name"), "{error}");
+        let error = parse(r#"secrets = [{ name = "K", hosts = [] }]"#).unwrap_err();
+        assert!(error.contains("name the hosts"), "{error}");
+        let error = parse(r#"secrets = [{ name = "K", hosts = ["nope"] }]"#).unwrap_err();
+        assert!(
+            error.contains("capabilities.secrets[0].hosts[0]"),
+            "{error}"
+        );
+        let error = parse(r#"secrets = [{ name = "K", hosts = ["$config.other"] }]"#).unwrap_err();
+        assert!(error.contains("names no [config] key"), "{error}");
     }
 }

@@ -109,6 +109,14 @@ impl NetPattern {
         Ok(Self { host, port })
     }
 
+    /// Whether the pattern names one host (a name or an address), as opposed
+    /// to `*` or a `*.domain` suffix. Only such a grant reaches a private
+    /// address without `security.allow_private_urls`: the manifest (or the
+    /// user's setting behind a `$config` grant) chose that host.
+    pub fn is_explicit(&self) -> bool {
+        matches!(self.host, HostPattern::Ip(_) | HostPattern::Name(_))
+    }
+
     /// Whether the pattern allows this port.
     pub fn port_matches(&self, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)

@@ -167,6 +167,11 @@ fn send(request: &Request, url: &Url<'_>) -> Result<Response, HostError> {
             "HTTP request to {} is not in the plugin's network grants",
             url.authority
         )),
+        // The host's refusals with a reason (a private address, a secret
+        // the request may not carry) arrive as `internal-error("denied: …")`.
+        ErrorCode::InternalError(Some(message)) if message.starts_with("denied: ") => {
+            HostError::Denied(message["denied: ".len()..].to_owned())
+        }
         other => HostError::Failed(format!("HTTP request to {}: {other:?}", url.authority)),
     };
 

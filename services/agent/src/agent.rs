@@ -211,7 +211,16 @@ impl Agent {
         let sessions = db
             .clone()
             .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
-        let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions, editor).await;
+        let plugins = load_plugins(
+            home,
+            &settings.config,
+            cwd,
+            surface.name(),
+            exec.clone(),
+            sessions,
+            editor,
+        )
+        .await;
         notices.extend(plugins.notices);
         let auxiliary = auxiliary_model(settings)?;
         let summarizer = summarizer(auxiliary.as_ref(), &routes)?;

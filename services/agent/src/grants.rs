@@ -160,7 +160,7 @@ pub enum GrantError {
     /// A capability text that names nothing.
     #[error(
         "unknown capability '{0}': use filesystem:PATH[:read-only|read-write], network:HOST:PORT, \
-         env:NAME, exec, kv, session-search, trust-native or all"
+         env:NAME, secret:NAME, exec, kv, session-search, trust-native or all"
     )]
     UnknownCapability(String),
     /// A capability the manifest does not request.
@@ -400,9 +400,10 @@ fn apply(
                 grants.filesystem.remove(path);
             }
         }
-        "network" | "env" => {
+        "network" | "env" | "secret" => {
             let (wanted, set) = match kind {
                 "network" => (requested.network.contains(rest), &mut grants.network),
+                "secret" => (requested.secrets.contains(rest), &mut grants.secrets),
                 _ => (requested.env.contains(rest), &mut grants.env),
             };
             if !wanted {
@@ -446,6 +447,7 @@ pub fn describe(grants: &Grants) -> Vec<String> {
         .collect();
     lines.extend(grants.network.iter().map(|n| format!("network:{n}")));
     lines.extend(grants.env.iter().map(|e| format!("env:{e}")));
+    lines.extend(grants.secrets.iter().map(|s| format!("secret:{s}")));
     for (on, name) in [
         (grants.exec, "exec"),
         (grants.kv, "kv"),
@@ -470,7 +472,8 @@ mod tests {
             "name = \"demo\"\nversion = \"1.0.0\"\napi = \"0.1.0\"\ndescription = \"d\"\n\
              provides = [\"tools\"]\n[capabilities]\n\
              filesystem = [{ path = \"$CWD\", access = \"read-write\" }]\n\
-             network = [\"api.example.org:443\"]\nkv = true\n",
+             network = [\"api.example.org:443\"]\nkv = true\n\
+             secrets = [{ name = \"DEMO_KEY\", hosts = [\"api.example.org:443\"] }]\n",
             Path::new("plugin.toml"),
         )
         .unwrap()
@@ -517,6 +520,14 @@ mod tests {
                 .change(&m, &GrantSource::User, "network:evil.com:443", true)
                 .is_err()
         );
+        grants
+            .change(&m, &GrantSource::User, "secret:DEMO_KEY", true)
+            .unwrap();
+        assert!(
+            grants
+                .change(&m, &GrantSource::User, "secret:HOME", true)
+                .is_err()
+        );
         assert!(matches!(
             grants.change(&m, &GrantSource::User, "teleport", true),
             Err(GrantError::UnknownCapability(_))
@@ -525,7 +536,11 @@ mod tests {
         let reloaded = store(dir.path()).grants_for(&m, &GrantSource::User);
         assert_eq!(
             describe(&reloaded),
-            ["filesystem:$CWD:read-only", "network:api.example.org:443"]
+            [
+                "filesystem:$CWD:read-only",
+                "network:api.example.org:443",
+                "secret:DEMO_KEY"
+            ]
         );
 
         let mut grants = store(dir.path());

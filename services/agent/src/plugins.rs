@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use talaria_plugin_host::Manifest;
+use talaria_profile::ConfigFile;
 use talaria_profile::home::ProfileHome;
 
 /// Where a package was found; decides its default trust.
@@ -301,6 +302,7 @@ pub struct PluginStatus {
 /// notices, and so is a kind this build cannot serve.
 pub async fn load_plugins(
     home: &ProfileHome,
+    config: &ConfigFile,
     cwd: &Path,
     surface: &str,
     exec: talaria_plugin_host::ExecServices,
@@ -330,11 +332,19 @@ pub async fn load_plugins(
             ))
         })
         .ok();
+    // Secrets plugins name come from the environment, then the profile's
+    // `.env`; an unreadable `.env` only leaves its secrets unset.
+    let env = talaria_profile::EnvLayer::load(&home.env_file()).unwrap_or_else(|error| {
+        notices.push(format!("plugins get no secrets from .env: {error}"));
+        talaria_profile::EnvLayer::default()
+    });
     let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
         .with_cache_key_file(home.plugin_cache_key_file())
         .with_prebuilt_dirs(prebuilt_dirs())
         .with_log_file(home.plugin_log_file())
-        .with_exec(exec);
+        .with_exec(exec)
+        .allowing_private_urls(config.security.allow_private_urls)
+        .with_secrets(std::sync::Arc::new(EnvSecrets(env.clone())));
     if let Some(sessions) = sessions {
         options = options.with_session_search(sessions);
     }
@@ -356,11 +366,12 @@ pub async fn load_plugins(
         let grants = store.as_ref().map_or_else(Grants::none, |store| {
             store.grants_for(&found.manifest, &found.grant_source)
         });
+        let settings = plugin_settings(config, &env, found);
         async move {
             match refusal(found) {
                 Some(refusal) => Err(refusal),
                 None => host
-                    .load(&found.dir, &grants)
+                    .load_configured(&found.dir, &grants, &settings)
                     .await
                     .map_err(|error| format!("plugin {} not loaded: {error}", found.manifest.name)),
             }
@@ -409,6 +420,32 @@ pub async fn load_plugins(
     session.platforms = sets.platforms;
     session.chats = sets.chats;
     session
+}
+
+/// The secrets of the environment layer, for the plugin host.
+#[derive(Debug)]
+struct EnvSecrets(talaria_profile::EnvLayer);
+
+impl talaria_plugin_host::SecretSource for EnvSecrets {
+    fn secret(&self, name: &str) -> Option<String> {
+        self.0.get(name)
+    }
+}
+
+/// The user's settings for a plugin, from the config.yaml section that
+/// belongs to it: `web:` for the first-party `web` plugin (Hermes's key),
+/// with the search backend chosen by the API keys set when none is named.
+fn plugin_settings(
+    config: &ConfigFile,
+    env: &talaria_profile::EnvLayer,
+    found: &FoundPlugin,
+) -> std::collections::BTreeMap<String, String> {
+    match (found.manifest.name.as_str(), found.source) {
+        ("web", PluginSource::Distribution) => {
+            config.web.plugin_config(|name| env.get(name).is_some())
+        }
+        _ => std::collections::BTreeMap::new(),
+    }
 }
 
 /// The first tool of `plugin` that a plugin in `loaded` already provides,
@@ -563,7 +600,8 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session = load_plugins(&home, &cwd, "cli", exec, None, None).await;
+        let session =
+            load_plugins(&home, &ConfigFile::default(), &cwd, "cli", exec, None, None).await;
 
         assert!(session.tools.is_none() && session.hooks.is_none());
         let commands = session.commands.expect("commands");
@@ -639,7 +677,8 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session = load_plugins(&home, &cwd, "cli", exec, None, None).await;
+        let session =
+            load_plugins(&home, &ConfigFile::default(), &cwd, "cli", exec, None, None).await;
 
         assert!(session.tools.is_none() && session.hooks.is_none() && session.commands.is_none());
         assert_eq!(

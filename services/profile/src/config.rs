@@ -265,12 +265,18 @@ pub struct SecurityConfig {
     /// Replace keys, tokens and passwords in tool results, spill files and session exports with
     /// a marker (`sk-pro…[REDACTED]`); files on disk are never changed.
     pub redact_secrets: bool,
+    /// Let the web tools and plugins reach private, loopback, link-local and
+    /// CGNAT addresses (Hermes's key). Off: only a host a grant or setting
+    /// names explicitly is reached at such an address.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_private_urls: bool,
 }
 
 impl Default for SecurityConfig {
     fn default() -> Self {
         Self {
             redact_secrets: true,
+            allow_private_urls: false,
         }
     }
 }
@@ -428,6 +434,9 @@ pub struct ConfigFile {
     /// Scheduled jobs' limits.
     #[serde(skip_serializing_if = "is_default")]
     pub cron: crate::cron_config::CronConfig,
+    /// The web tools' backends.
+    #[serde(skip_serializing_if = "is_default")]
+    pub web: crate::web_config::WebConfig,
 }
 
 /// `talaria serve` (`api_server`).
@@ -571,6 +580,7 @@ impl ConfigFile {
         }
         crate::gateway_config::check(&mut config.gateway, text, path, env)?;
         crate::cron_config::check(config.timezone.as_deref(), &config.cron, text, path)?;
+        crate::web_config::check(&config.web, text, path)?;
         Ok(config)
     }
 

@@ -20,6 +20,7 @@ mod load;
 pub mod mcp_config;
 pub mod profiles;
 pub mod settings;
+pub mod web_config;
 pub mod webhook_config;
 
 pub use config::{ConfigError, ConfigFile};
@@ -31,4 +32,5 @@ pub use load::{LoadError, load_profile};
 pub use mcp_config::{McpApproval, McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
+pub use web_config::{ExtractBackend, SearchBackend, WebConfig};
 pub use webhook_config::{ChatAddress, WebhookConfig, WebhookRouteConfig, WebhookSignature};

@@ -101,8 +101,16 @@ async fn chat_platforms(home: &ProfileHome) -> Result<BTreeSet<String>, String> 
     let approvals = home.root().join("gateway").join("approvals.always");
     let exec = talaria_plugin_host::ExecServices::deny_all(&approvals)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| home.root().to_path_buf());
-    let plugins =
-        talaria_agent::plugins::load_plugins(home, &cwd, "gateway", exec, None, None).await;
+    let plugins = talaria_agent::plugins::load_plugins(
+        home,
+        &talaria_profile::ConfigFile::default(),
+        &cwd,
+        "gateway",
+        exec,
+        None,
+        None,
+    )
+    .await;
     Ok(plugins
         .chats
         .map(|chats| chats.adapters().into_iter().map(|a| a.platform).collect())

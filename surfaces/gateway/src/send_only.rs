@@ -60,8 +60,15 @@ impl SendOnlyPoster {
             .get_or_init(|| async {
                 let approvals = self.home.root().join("gateway").join("approvals.always");
                 let exec = ExecServices::deny_all(&approvals)?;
+                // Chat adapters only: no web settings or private URLs to apply.
                 let plugins = talaria_agent::plugins::load_plugins(
-                    &self.home, &self.cwd, "gateway", exec, None, None,
+                    &self.home,
+                    &talaria_profile::ConfigFile::default(),
+                    &self.cwd,
+                    "gateway",
+                    exec,
+                    None,
+                    None,
                 )
                 .await;
                 Ok(plugins

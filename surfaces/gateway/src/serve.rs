@@ -100,7 +100,8 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
     let exec = ExecServices::deny_all(&home.root().join("gateway").join("approvals.always"))
         .map_err(StartError::Config)?;
     let plugins =
-        talaria_agent::plugins::load_plugins(&home, &cwd, "gateway", exec, None, None).await;
+        talaria_agent::plugins::load_plugins(&home, &config, &cwd, "gateway", exec, None, None)
+            .await;
     let adapters = plugins
         .chats
         .unwrap_or_else(|| PluginChatAdapters::new(&[]));

@@ -119,7 +119,7 @@ impl TlsClient {
         }
     }
 
-    async fn config(&self) -> Result<Arc<rustls::ClientConfig>, String> {
+    pub(crate) async fn config(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         self.config
             .get_or_init(|| async {
                 let ca_file = self.ca_file.clone();

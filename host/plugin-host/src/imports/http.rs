@@ -1,20 +1,44 @@
-//! Outgoing HTTP (`wasi:http/outgoing-handler`) for plugins: every request's
-//! host and port are checked against the plugin's network grants before a
-//! connection is made; anything else is `HTTP-request-denied`, an error value
-//! the guest sees.
+//! Outgoing HTTP (`wasi:http/outgoing-handler`) for plugins. Every request:
+//! its host and port are checked against the plugin's network grants (else
+//! `HTTP-request-denied`); the secrets it names are filled in for hosts the
+//! manifest lists them for; its host is resolved once and every address
+//! checked against the private-address rule ([`Egress`]); the connection
+//! goes to those addresses, with TLS verified against the host's trust
+//! roots. A refusal with a reason reaches the guest as
+//! `internal-error("denied: …")`, which the SDKs read as a denial.
+//! Redirects are not followed here: a plugin that follows one sends a new
+//! request, checked the same way.
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use http::uri::Scheme;
+use http_body_util::BodyExt;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::imports::chat::TlsClient;
+use crate::imports::egress::{Egress, PluginSecrets};
 use crate::imports::net::NetPolicy;
 use crate::log::{LogLevel, LogSource, PluginLog};
+
+/// How long connecting (and the TLS and HTTP handshakes) may take when the
+/// guest sets no limit; the call's own deadline still applies.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the first response byte may take when the guest sets no limit.
+const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(120);
+/// The prefix of refusals the guest sees as `internal-error` text.
+pub(crate) const DENIED_PREFIX: &str = "denied: ";
 
 /// The HTTP hooks of one plugin instance.
 pub(crate) struct HttpPolicy {
     pub(crate) net: NetPolicy,
     pub(crate) log: PluginLog,
+    pub(crate) secrets: PluginSecrets,
+    pub(crate) egress: Egress,
 }
 
 type Sent = Box<
@@ -29,49 +53,161 @@ type Sent = Box<
         > + Send,
 >;
 
+/// Where a request goes: its host (without IPv6 brackets), port and scheme.
+struct Target {
+    host: String,
+    port: u16,
+    https: bool,
+}
+
+impl Target {
+    fn of(uri: &http::Uri) -> Option<Self> {
+        let host = uri.host()?;
+        let https = uri.scheme() != Some(&Scheme::HTTP);
+        Some(Self {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
+            https,
+        })
+    }
+}
+
 impl HttpPolicy {
-    /// Whether the request's destination is granted.
-    fn allows(&self, uri: &http::Uri) -> bool {
-        let Some(host) = uri.host() else {
-            return false;
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri
-            .port_u16()
-            .unwrap_or(if uri.scheme() == Some(&Scheme::HTTP) {
-                80
-            } else {
-                443
-            });
-        self.net.allows_name(host, port)
+    fn refuse(&self, uri: &http::Uri, reason: &str) -> Sent {
+        let message = format!("refused HTTP request to {uri}: {reason}");
+        self.log.push(LogLevel::Warn, LogSource::Host, &message);
+        let error = Error::InternalError(Some(format!("{DENIED_PREFIX}{message}")));
+        Box::new(async move { Err(error) })
     }
 }
 
 impl WasiHttpHooks for HttpPolicy {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
-        if !self.allows(request.uri()) {
+        let uri = request.uri().clone();
+        let target = Target::of(&uri).filter(|t| self.net.allows_name(&t.host, t.port));
+        let Some(target) = target else {
             self.log.push(
                 LogLevel::Warn,
                 LogSource::Host,
-                &format!(
-                    "denied HTTP request to {} (not in the network grants)",
-                    request.uri()
-                ),
+                &format!("denied HTTP request to {uri} (not in the network grants)"),
             );
             return Box::new(async { Err(Error::HttpRequestDenied) });
+        };
+        if let Err(reason) = self.secrets.inject(
+            request.headers_mut(),
+            &target.host,
+            target.port,
+            self.egress.secrets.as_ref(),
+        ) {
+            return self.refuse(&uri, &reason);
         }
+        let (egress, net, log) = (self.egress.clone(), self.net.clone(), self.log.clone());
         Box::new(async move {
-            use http_body_util::BodyExt;
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                response.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = Result<(), Error>> + Send>,
-            ))
+            let addrs = match egress.destinations(&net, &target.host, target.port).await {
+                Ok(addrs) => addrs,
+                Err(reason) => {
+                    let message = format!("refused HTTP request to {uri}: {reason}");
+                    log.push(LogLevel::Warn, LogSource::Host, &message);
+                    return Err(Error::InternalError(Some(format!(
+                        "{DENIED_PREFIX}{message}"
+                    ))));
+                }
+            };
+            send_to(request, &addrs, &target, options, &egress.tls).await
         })
     }
+}
+
+/// Sends `request` over a new HTTP/1.1 connection to one of `addrs` (the
+/// checked addresses of `target`), TLS-verified for `target.host`.
+async fn send_to(
+    mut request: http::Request<WasiBody>,
+    addrs: &[SocketAddr],
+    target: &Target,
+    options: Option<RequestOptions>,
+    tls: &TlsClient,
+) -> Result<
+    (
+        http::Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ),
+    Error,
+> {
+    let connect_timeout = options
+        .and_then(|o| o.connect_timeout)
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    let first_byte_timeout = options
+        .and_then(|o| o.first_byte_timeout)
+        .unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT);
+    let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(addrs))
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(Error::Connect)?;
+    let (mut sender, connection) = if target.https {
+        let config = tls
+            .config()
+            .await
+            .map_err(|e| Error::InternalError(Some(format!("TLS trust roots: {e}"))))?;
+        let name = ServerName::try_from(target.host.clone())
+            .map_err(|e| Error::InternalError(Some(format!("TLS server name: {e}"))))?;
+        let stream = tokio::time::timeout(
+            connect_timeout,
+            tokio_rustls::TlsConnector::from(config).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| Error::ConnectionTimeout)?
+        .map_err(Error::Tls)?;
+        handshake(stream, connect_timeout).await?
+    } else {
+        handshake(tcp, connect_timeout).await?
+    };
+    // The request line carries only the path: the authority is in `Host`.
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    *request.uri_mut() = http::Uri::try_from(path).map_err(|_| Error::HttpRequestUriInvalid)?;
+    let driver = tokio::spawn(connection);
+    let response = tokio::time::timeout(first_byte_timeout, sender.send_request(request))
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)?
+        .map_err(Error::from)?;
+    let response = response.map(|body| body.map_err(Error::from).boxed_unsync());
+    let finished = async move {
+        match driver.await {
+            Ok(result) => result.map_err(Error::from),
+            Err(join) => Err(Error::InternalError(Some(format!(
+                "HTTP connection task: {join}"
+            )))),
+        }
+    };
+    Ok((response, Box::new(finished)))
+}
+
+type Handshake = (
+    hyper::client::conn::http1::SendRequest<WasiBody>,
+    Box<dyn Future<Output = Result<(), hyper::Error>> + Send + Unpin>,
+);
+
+async fn handshake<S>(stream: S, limit: Duration) -> Result<Handshake, Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (sender, connection) = tokio::time::timeout(
+        limit,
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| Error::ConnectionTimeout)?
+    .map_err(Error::from)?;
+    Ok((sender, Box::new(connection)))
 }

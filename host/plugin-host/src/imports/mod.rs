@@ -8,6 +8,7 @@ use crate::state::HostCtx;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod editor;
+pub(crate) mod egress;
 pub(crate) mod exec;
 pub(crate) mod http;
 pub(crate) mod kv;

@@ -6,12 +6,16 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
+use talaria_plugin_manifest::address::non_public_reason;
 use talaria_plugin_manifest::{NetPattern, config_address};
 
 /// The granted patterns of one plugin, shared by its stores' socket checks.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct NetPolicy {
     patterns: Arc<Vec<NetPattern>>,
+    /// `security.allow_private_urls`: a wildcard grant reaches private
+    /// addresses too (otherwise only a pattern naming the host does).
+    allow_private: bool,
 }
 
 impl NetPolicy {
@@ -28,7 +32,23 @@ impl NetPolicy {
                     })
                     .collect(),
             ),
+            allow_private: false,
         }
+    }
+
+    /// The same policy, with private addresses reachable through wildcard
+    /// grants when `allow` (`security.allow_private_urls`).
+    pub(crate) fn allowing_private(mut self, allow: bool) -> Self {
+        self.allow_private = allow;
+        self
+    }
+
+    /// Whether a grant names `host`:`port` itself (not through `*` or a
+    /// `*.domain` suffix): such a host is reached even at a private address.
+    pub(crate) fn names_explicitly(&self, host: &str, port: u16) -> bool {
+        self.patterns
+            .iter()
+            .any(|p| p.is_explicit() && p.allows_name(host, port))
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -41,7 +61,8 @@ impl NetPolicy {
     }
 
     /// Whether a socket may use `addr`. Host names are resolved on each check
-    /// (only for patterns whose port matches).
+    /// (only for patterns whose port matches). A non-public address needs a
+    /// pattern naming it (or its host), unless private addresses are allowed.
     pub(crate) async fn allows(&self, addr: SocketAddr) -> bool {
         for pattern in self.patterns.iter() {
             if !pattern.port_matches(addr.port()) {
@@ -54,7 +75,10 @@ impl NetPolicy {
                 },
                 None => Vec::new(),
             };
-            if pattern.allows_addr(addr, &resolved) {
+            let reachable = pattern.is_explicit()
+                || self.allow_private
+                || non_public_reason(addr.ip()).is_none();
+            if reachable && pattern.allows_addr(addr, &resolved) {
                 return true;
             }
         }
@@ -77,6 +101,27 @@ mod tests {
         assert!(!policy.allows("127.0.0.1:2".parse().unwrap()).await);
         assert!(!policy.allows("192.0.2.1:1".parse().unwrap()).await);
         assert!(NetPolicy::default().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_wildcard_reaches_private_addresses_only_when_allowed() {
+        let any = NetPolicy::new(&["*:*".into()], &BTreeMap::new());
+        assert!(any.allows("93.184.216.34:80".parse().unwrap()).await);
+        assert!(!any.allows("127.0.0.1:80".parse().unwrap()).await);
+        assert!(
+            !any.allows("[::ffff:169.254.169.254]:80".parse().unwrap())
+                .await
+        );
+        assert!(
+            any.clone()
+                .allowing_private(true)
+                .allows("127.0.0.1:80".parse().unwrap())
+                .await
+        );
+        assert!(!any.names_explicitly("127.0.0.1", 80));
+        let named = NetPolicy::new(&["127.0.0.1:80".into()], &BTreeMap::new());
+        assert!(named.allows("127.0.0.1:80".parse().unwrap()).await);
+        assert!(named.names_explicitly("127.0.0.1", 80));
     }
 
     #[test]

@@ -139,6 +139,9 @@ impl Tool for Connect {
 pub struct HttpGetArgs {
     /// `http://host:port/path`.
     pub url: String,
+    /// Request headers (values may name secrets: `{{secret:NAME}}`).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 /// `http_get`: an outgoing HTTP request through `wasi:http`.
@@ -152,7 +155,13 @@ impl Tool for HttpGet {
 
     fn call(&self, args: HttpGetArgs, _: &CallContext) -> Result<Value, ToolError> {
         Ok(
-            match talaria_plugin_sdk::http::Request::get(&args.url)
+            match args
+                .headers
+                .iter()
+                .fold(
+                    talaria_plugin_sdk::http::Request::get(&args.url),
+                    |r, (k, v)| r.header(k, v),
+                )
                 .timeout_ms(1500)
                 .send()
             {

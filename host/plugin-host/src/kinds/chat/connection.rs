@@ -163,7 +163,7 @@ impl ChatConnection {
         let mut prepared = prepare(&inv, &sandbox, call_for)?;
         prepared.store.data_mut().chat = Some(ChatHostState {
             work: work.clone(),
-            tls: plugin.inner.host.tls.clone(),
+            tls: plugin.inner.host.egress.tls.clone(),
         });
         let store = &mut prepared.store;
         let opening = async {
