@@ -36,6 +36,8 @@ macro_rules! export_world {
                     "talaria:plugin/process": crate::bindings::talaria::plugin::process,
                     "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
                     "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
+                    "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
+            "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
                 },
             });
         }
@@ -90,6 +92,7 @@ pub(crate) mod chat_world {
             "talaria:plugin/process": crate::bindings::talaria::plugin::process,
             "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
             "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
         },
     });
 }

@@ -14,6 +14,7 @@ use crate::bindings::{ToolPlugin, chat_world};
 use crate::cache::{CompileCache, error_text};
 use crate::engine;
 use crate::error::{HostError, LoadError};
+use crate::imports::auxiliary::AuxiliaryModel;
 use crate::imports::chat::TlsClient;
 use crate::imports::editor::Editor;
 use crate::imports::egress::{Egress, PluginSecrets, ProcessEnvSecrets, SystemResolver};
@@ -45,6 +46,7 @@ pub(crate) struct HostInner {
     exec: ExecServices,
     sessions: Option<Arc<dyn SessionSearch>>,
     editor: Option<Arc<dyn Editor>>,
+    auxiliary: Option<Arc<dyn AuxiliaryModel>>,
     /// wasmtime's cache configuration for Extism modules, written when the
     /// first one loads.
     #[cfg(feature = "extism")]
@@ -161,6 +163,7 @@ impl PluginHost {
                 exec,
                 sessions: options.sessions,
                 editor: options.editor,
+                auxiliary: options.auxiliary,
                 #[cfg(feature = "extism")]
                 extism_cache: std::sync::OnceLock::new(),
                 #[cfg(feature = "extism")]
@@ -302,6 +305,7 @@ impl PluginHost {
             exec: self.inner.exec.clone(),
             sessions: self.inner.sessions.clone(),
             editor: self.inner.editor.clone(),
+            auxiliary: self.inner.auxiliary.clone(),
             data_dir,
             caps,
         })

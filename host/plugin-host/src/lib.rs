@@ -54,6 +54,7 @@ pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::failures::DISABLE_AFTER_FAILURES;
 pub use crate::host::PluginHost;
+pub use crate::imports::auxiliary::{AuxiliaryModel, MAX_AUXILIARY_TOKENS};
 pub use crate::imports::chat::HostWork;
 pub use crate::imports::editor::Editor;
 pub use crate::imports::egress::{ProcessEnvSecrets, Resolver, SecretSource, SystemResolver};

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::imports::auxiliary::AuxiliaryModel;
 use crate::imports::editor::Editor;
 use crate::imports::egress::{Resolver, SecretSource};
 use crate::imports::exec::ExecServices;
@@ -51,6 +52,8 @@ pub struct HostOptions {
     /// loopback and link-local addresses through any grant (otherwise only
     /// through a grant that names the host).
     pub allow_private_urls: bool,
+    /// The session's auxiliary model, for plugins granted `auxiliary-model`.
+    pub auxiliary: Option<Arc<dyn AuxiliaryModel>>,
 }
 
 impl HostOptions {
@@ -73,6 +76,7 @@ impl HostOptions {
             resolver: None,
             secrets: None,
             allow_private_urls: false,
+            auxiliary: None,
         }
     }
 
@@ -85,6 +89,12 @@ impl HostOptions {
     /// The same options with secrets read from `secrets`.
     pub fn with_secrets(mut self, secrets: Arc<dyn SecretSource>) -> Self {
         self.secrets = Some(secrets);
+        self
+    }
+
+    /// The same options with `auxiliary` answering plugins' model requests.
+    pub fn with_auxiliary(mut self, auxiliary: Arc<dyn AuxiliaryModel>) -> Self {
+        self.auxiliary = Some(auxiliary);
         self
     }
 

@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::imports::auxiliary::AuxiliaryModel;
 use crate::imports::editor::Editor;
 use crate::imports::egress::{Egress, PluginSecrets};
 use crate::imports::exec::ExecServices;
@@ -50,6 +51,8 @@ pub(crate) struct PluginShared {
     pub(crate) sessions: Option<Arc<dyn SessionSearch>>,
     /// The editor the session runs in, for `editor` and `exec`.
     pub(crate) editor: Option<Arc<dyn Editor>>,
+    /// The auxiliary model, for `auxiliary`.
+    pub(crate) auxiliary: Option<Arc<dyn AuxiliaryModel>>,
 }
 
 impl PluginShared {
@@ -119,6 +122,7 @@ impl PluginShared {
             exec: self.exec.clone(),
             sessions: self.sessions.clone(),
             editor: self.editor.clone(),
+            auxiliary: self.auxiliary.clone(),
         }
     }
 
@@ -154,6 +158,7 @@ impl HostCtx {
                 exec,
                 sessions: None,
                 editor: None,
+                auxiliary: None,
             }),
             cwd: Some(data.to_path_buf()),
             deadline: std::time::Instant::now() + Duration::from_secs(10),

@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "all/auxiliary.rs"]
+mod auxiliary;
 #[path = "all/chat.rs"]
 mod chat;
 #[path = "all/commands.rs"]

@@ -28,6 +28,8 @@ pub struct Grants {
     pub kv: bool,
     /// Whether session search is granted.
     pub session_search: bool,
+    /// Whether the auxiliary model is granted.
+    pub auxiliary_model: bool,
     /// Whether the user trusts this native plugin to run unsandboxed. Never
     /// implied: not by the distribution's defaults nor by granting `all`.
     pub trust_native: bool,
@@ -54,6 +56,7 @@ impl Grants {
             exec: caps.exec,
             kv: caps.kv,
             session_search: caps.session_search,
+            auxiliary_model: caps.auxiliary_model,
             trust_native: caps.trust_native,
         }
     }
@@ -105,6 +108,7 @@ impl Grants {
             exec: requested.exec && self.exec,
             kv: requested.kv && self.kv,
             session_search: requested.session_search && self.session_search,
+            auxiliary_model: requested.auxiliary_model && self.auxiliary_model,
             trust_native: requested.trust_native && self.trust_native,
         }
     }
@@ -138,6 +142,7 @@ mod tests {
                 .to_vec(),
             kv: true,
             session_search: false,
+            auxiliary_model: true,
             trust_native: false,
         };
         let grants = Grants {
@@ -148,6 +153,7 @@ mod tests {
             exec: false,
             kv: true,
             session_search: true,
+            auxiliary_model: false,
             trust_native: true,
         };
         let eff = grants.effective(&requested);
@@ -165,6 +171,7 @@ mod tests {
         assert!(!eff.exec);
         assert!(eff.kv);
         assert!(!eff.session_search);
+        assert!(!eff.auxiliary_model, "requested but not granted");
         assert!(!eff.trust_native, "granted but not requested");
     }
 }

@@ -133,6 +133,9 @@ pub struct Capabilities {
     /// Whether `session-search.search` is usable.
     #[serde(default)]
     pub session_search: bool,
+    /// Whether `auxiliary.complete` may ask the session's auxiliary model.
+    #[serde(default)]
+    pub auxiliary_model: bool,
     /// Native plugins only, and required for them: the user trusts this
     /// library to run unsandboxed, with the agent's privileges.
     #[serde(default)]
@@ -648,6 +651,7 @@ fn validate_capabilities(caps: &Capabilities, runtime: Runtime) -> Result<(), (S
             ("secrets", !caps.secrets.is_empty()),
             ("kv", caps.kv),
             ("session-search", caps.session_search),
+            ("auxiliary-model", caps.auxiliary_model),
         ];
         if let Some((key, _)) = sandboxed.iter().find(|(_, asked)| *asked) {
             return Err((

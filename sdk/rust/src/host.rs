@@ -309,6 +309,32 @@ pub mod session_search {
     }
 }
 
+/// The session's auxiliary model (0.1.2), granted with `auxiliary-model`:
+/// one request without tools, e.g. to summarise a fetched page.
+pub mod auxiliary {
+    use crate::HostError;
+
+    /// The model's answer to `prompt` under `instructions`, at most
+    /// `max_tokens` tokens (the host caps it at 4096).
+    pub fn complete(
+        instructions: &str,
+        prompt: &str,
+        max_tokens: u32,
+    ) -> Result<String, HostError> {
+        #[cfg(target_arch = "wasm32")]
+        return crate::bindings::talaria::plugin::auxiliary::complete(
+            instructions,
+            prompt,
+            max_tokens,
+        );
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = (instructions, prompt, max_tokens);
+            super::no_host()
+        }
+    }
+}
+
 /// The user's editor, when the session runs inside one that serves files
 /// (0.1.1): reads see its unsaved buffers, writes land in them. Paths are
 /// absolute and inside the plugin's filesystem grants. Natively no editor

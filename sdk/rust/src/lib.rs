@@ -133,6 +133,7 @@ pub mod hooks_bindings {
             "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
             "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
             "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
         },
     });
 }
@@ -161,6 +162,7 @@ macro_rules! export_world {
                     "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
                     "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
                     "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
+                    "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
                 },
             });
         }
@@ -227,6 +229,7 @@ pub mod chat_bindings {
             "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
             "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
             "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
         },
     });
 }
@@ -245,7 +248,7 @@ pub use error::{HostError, ToolError};
 pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdict_to_wit};
 pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
 pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
-pub use host::{config, editor, exec, kv, log, process, session_search};
+pub use host::{auxiliary, config, editor, exec, kv, log, process, session_search};
 pub use memory_bindings::exports::talaria::plugin::memory_provider::Guest as MemoryProvider;
 pub use platform_bindings::exports::talaria::plugin::platform_adapter::Guest as PlatformAdapter;
 pub use skin_bindings::exports::talaria::plugin::skin_provider::Guest as SkinProvider;

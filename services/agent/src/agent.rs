@@ -211,19 +211,24 @@ impl Agent {
         let sessions = db
             .clone()
             .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
+        let auxiliary = auxiliary_model(settings)?;
+        let side_model = side_model(auxiliary.as_ref(), &routes)?;
+        let services = crate::plugins::PluginServices {
+            sessions,
+            editor,
+            auxiliary: Some(side_model.clone()),
+        };
         let plugins = load_plugins(
             home,
             &settings.config,
             cwd,
             surface.name(),
             exec.clone(),
-            sessions,
-            editor,
+            services,
         )
         .await;
         notices.extend(plugins.notices);
-        let auxiliary = auxiliary_model(settings)?;
-        let summarizer = summarizer(auxiliary.as_ref(), &routes)?;
+        let summarizer: Arc<dyn Summarizer> = side_model;
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
 
@@ -532,12 +537,13 @@ fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildE
         .transpose()
 }
 
-/// Who writes compression summaries: the auxiliary model, else the primary
-/// route's provider (no second client for the same endpoint).
-fn summarizer(
+/// Who does side jobs (compression summaries, plugins' `auxiliary`
+/// requests): the auxiliary model, else the primary route's provider (no
+/// second client for the same endpoint).
+fn side_model(
     auxiliary: Option<&Arc<Auxiliary>>,
     routes: &[ModelRoute],
-) -> Result<Arc<dyn Summarizer>, BuildError> {
+) -> Result<Arc<Auxiliary>, BuildError> {
     if let Some(auxiliary) = auxiliary {
         return Ok(auxiliary.clone());
     }

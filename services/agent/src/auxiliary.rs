@@ -15,6 +15,14 @@ pub struct Auxiliary {
     model: String,
 }
 
+impl std::fmt::Debug for Auxiliary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auxiliary")
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Instructions for compression summaries.
 const SUMMARY_PROMPT: &str = "You summarise the middle of a conversation between a user and an AI \
 agent so the agent can continue without it. Write a structured summary with these headings: Goal, \
@@ -34,6 +42,23 @@ impl Summarizer for Auxiliary {
         self.complete_text(SUMMARY_PROMPT, &user, 1200, &CancellationToken::new())
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+/// Plugins' `auxiliary.complete` requests (granted `auxiliary-model`): the
+/// prompt is the plugin's data, sent as the user message under its
+/// instructions; the plugin call's deadline bounds the wait.
+#[async_trait::async_trait]
+impl talaria_plugin_host::AuxiliaryModel for Auxiliary {
+    async fn complete(
+        &self,
+        instructions: &str,
+        prompt: &str,
+        max_tokens: u32,
+    ) -> Result<String, String> {
+        self.complete_text(instructions, prompt, max_tokens, &CancellationToken::new())
+            .await
+            .map_err(|e| format!("the auxiliary model failed: {e}"))
     }
 }
 

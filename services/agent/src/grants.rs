@@ -160,7 +160,7 @@ pub enum GrantError {
     /// A capability text that names nothing.
     #[error(
         "unknown capability '{0}': use filesystem:PATH[:read-only|read-write], network:HOST:PORT, \
-         env:NAME, secret:NAME, exec, kv, session-search, trust-native or all"
+         env:NAME, secret:NAME, exec, kv, session-search, auxiliary-model, trust-native or all"
     )]
     UnknownCapability(String),
     /// A capability the manifest does not request.
@@ -371,10 +371,13 @@ fn apply(
             }
         }
         "all" => *grants = Grants::none(),
-        "exec" | "kv" | "session-search" | "trust-native" if rest.is_empty() => {
+        "exec" | "kv" | "session-search" | "auxiliary-model" | "trust-native"
+            if rest.is_empty() =>
+        {
             let (wanted, slot) = match kind {
                 "exec" => (requested.exec, &mut grants.exec),
                 "kv" => (requested.kv, &mut grants.kv),
+                "auxiliary-model" => (requested.auxiliary_model, &mut grants.auxiliary_model),
                 "trust-native" => (requested.trust_native, &mut grants.trust_native),
                 _ => (requested.session_search, &mut grants.session_search),
             };
@@ -452,6 +455,7 @@ pub fn describe(grants: &Grants) -> Vec<String> {
         (grants.exec, "exec"),
         (grants.kv, "kv"),
         (grants.session_search, "session-search"),
+        (grants.auxiliary_model, "auxiliary-model"),
         (grants.trust_native, "trust-native"),
     ] {
         if on {

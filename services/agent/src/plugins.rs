@@ -295,6 +295,18 @@ pub struct PluginStatus {
     pub kinds: Vec<talaria_plugin_host::KindStatus>,
 }
 
+/// What a session lends its plugins beyond their grants (each only to the
+/// plugins granted the matching capability).
+#[derive(Default)]
+pub struct PluginServices {
+    /// Past sessions, for `session-search`.
+    pub sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
+    /// The editor the session runs in, for `editor`.
+    pub editor: Option<std::sync::Arc<dyn talaria_plugin_host::Editor>>,
+    /// The auxiliary model, for `auxiliary-model`.
+    pub auxiliary: Option<std::sync::Arc<dyn talaria_plugin_host::AuxiliaryModel>>,
+}
+
 /// Discovers, grants and loads every plugin for a session in `cwd` on
 /// `surface`, and builds the set of each kind (tools, hooks, commands, skins,
 /// memory providers, platform adapters). Nothing here stops the agent from
@@ -306,8 +318,7 @@ pub async fn load_plugins(
     cwd: &Path,
     surface: &str,
     exec: talaria_plugin_host::ExecServices,
-    sessions: Option<std::sync::Arc<dyn talaria_plugin_host::SessionSearch>>,
-    editor: Option<std::sync::Arc<dyn talaria_plugin_host::Editor>>,
+    services: PluginServices,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
         Grants, HostOptions, KindState, KindStatus, LoadedPlugin, PluginHost, PluginSets,
@@ -345,11 +356,14 @@ pub async fn load_plugins(
         .with_exec(exec)
         .allowing_private_urls(config.security.allow_private_urls)
         .with_secrets(std::sync::Arc::new(EnvSecrets(env.clone())));
-    if let Some(sessions) = sessions {
+    if let Some(sessions) = services.sessions {
         options = options.with_session_search(sessions);
     }
-    if let Some(editor) = editor {
+    if let Some(editor) = services.editor {
         options = options.with_editor(editor);
+    }
+    if let Some(auxiliary) = services.auxiliary {
+        options = options.with_auxiliary(auxiliary);
     }
     let host = match PluginHost::new(options) {
         Ok(host) => host,
@@ -600,8 +614,15 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session =
-            load_plugins(&home, &ConfigFile::default(), &cwd, "cli", exec, None, None).await;
+        let session = load_plugins(
+            &home,
+            &ConfigFile::default(),
+            &cwd,
+            "cli",
+            exec,
+            PluginServices::default(),
+        )
+        .await;
 
         assert!(session.tools.is_none() && session.hooks.is_none());
         let commands = session.commands.expect("commands");
@@ -677,8 +698,15 @@ mod load_tests {
         let exec = talaria_plugin_host::ExecServices::deny_all(&tmp.path().join("approvals.toml"))
             .unwrap();
 
-        let session =
-            load_plugins(&home, &ConfigFile::default(), &cwd, "cli", exec, None, None).await;
+        let session = load_plugins(
+            &home,
+            &ConfigFile::default(),
+            &cwd,
+            "cli",
+            exec,
+            PluginServices::default(),
+        )
+        .await;
 
         assert!(session.tools.is_none() && session.hooks.is_none() && session.commands.is_none());
         assert_eq!(

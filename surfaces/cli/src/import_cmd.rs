@@ -107,8 +107,7 @@ async fn chat_platforms(home: &ProfileHome) -> Result<BTreeSet<String>, String> 
         &cwd,
         "gateway",
         exec,
-        None,
-        None,
+        talaria_agent::plugins::PluginServices::default(),
     )
     .await;
     Ok(plugins

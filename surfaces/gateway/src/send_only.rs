@@ -67,8 +67,7 @@ impl SendOnlyPoster {
                     &self.cwd,
                     "gateway",
                     exec,
-                    None,
-                    None,
+                    talaria_agent::plugins::PluginServices::default(),
                 )
                 .await;
                 Ok(plugins

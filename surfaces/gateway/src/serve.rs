@@ -99,9 +99,15 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
     }
     let exec = ExecServices::deny_all(&home.root().join("gateway").join("approvals.always"))
         .map_err(StartError::Config)?;
-    let plugins =
-        talaria_agent::plugins::load_plugins(&home, &config, &cwd, "gateway", exec, None, None)
-            .await;
+    let plugins = talaria_agent::plugins::load_plugins(
+        &home,
+        &config,
+        &cwd,
+        "gateway",
+        exec,
+        talaria_agent::plugins::PluginServices::default(),
+    )
+    .await;
     let adapters = plugins
         .chats
         .unwrap_or_else(|| PluginChatAdapters::new(&[]));

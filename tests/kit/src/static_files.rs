@@ -7,58 +7,52 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Serves the files under a directory until dropped.
+/// A blocking accept loop on 127.0.0.1 that hands each connection to a
+/// handler on a thread of its own, until dropped.
 #[derive(Debug)]
-pub struct StaticServer {
+pub(crate) struct ThreadServer {
     addr: SocketAddr,
     stopped: Arc<AtomicBool>,
-    paths: Arc<Mutex<Vec<String>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl StaticServer {
-    /// Starts serving `root` on 127.0.0.1 (an ephemeral port).
-    pub fn spawn(root: impl Into<PathBuf>) -> io::Result<Self> {
-        let root = root.into();
+impl ThreadServer {
+    /// Listens on an ephemeral port; `handle` serves one connection.
+    pub(crate) fn spawn(
+        name: &str,
+        handle: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0))?;
         let addr = listener.local_addr()?;
         let stopped = Arc::new(AtomicBool::new(false));
-        let paths = Arc::new(Mutex::new(Vec::new()));
-        let (stop, seen) = (Arc::clone(&stopped), Arc::clone(&paths));
+        let stop = Arc::clone(&stopped);
+        let handle = Arc::new(handle);
         let thread = std::thread::Builder::new()
-            .name(format!("static-server-{}", addr.port()))
+            .name(format!("{name}-{}", addr.port()))
             .spawn(move || {
                 for stream in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
-                    let (root, seen) = (root.clone(), Arc::clone(&seen));
-                    std::thread::spawn(move || {
-                        let _ = serve(stream, &root, &seen);
-                    });
+                    let handle = Arc::clone(&handle);
+                    std::thread::spawn(move || handle(stream));
                 }
             })?;
         Ok(Self {
             addr,
             stopped,
-            paths,
             thread: Some(thread),
         })
     }
 
-    /// `http://127.0.0.1:PORT/`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}/", self.addr)
-    }
-
-    /// The paths requested so far, in order.
-    pub fn requested(&self) -> Vec<String> {
-        self.paths.lock().map(|p| p.clone()).unwrap_or_default()
+    /// The address it listens on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
     }
 }
 
-impl Drop for StaticServer {
+impl Drop for ThreadServer {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
@@ -66,6 +60,36 @@ impl Drop for StaticServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Serves the files under a directory until dropped.
+#[derive(Debug)]
+pub struct StaticServer {
+    server: ThreadServer,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl StaticServer {
+    /// Starts serving `root` on 127.0.0.1 (an ephemeral port).
+    pub fn spawn(root: impl Into<PathBuf>) -> io::Result<Self> {
+        let root = root.into();
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&paths);
+        let server = ThreadServer::spawn("static-server", move |stream| {
+            let _ = serve(stream, &root, &seen);
+        })?;
+        Ok(Self { server, paths })
+    }
+
+    /// `http://127.0.0.1:PORT/`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/", self.server.addr())
+    }
+
+    /// The paths requested so far, in order.
+    pub fn requested(&self) -> Vec<String> {
+        self.paths.lock().map(|p| p.clone()).unwrap_or_default()
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::bindings::talaria::plugin::{host_types, types};
 use crate::state::HostCtx;
 
+pub(crate) mod auxiliary;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod editor;

@@ -357,6 +357,32 @@ impl Tool for Context {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct AskModelArgs {
+    /// The question, sent as the user message.
+    pub prompt: String,
+}
+
+/// `ask_model`: one request to the session's auxiliary model.
+#[derive(Default)]
+pub struct AskModel;
+
+impl Tool for AskModel {
+    const NAME: &'static str = "ask_model";
+    const DESCRIPTION: &'static str = "Asks the auxiliary model";
+    type Args = AskModelArgs;
+
+    fn call(&self, args: AskModelArgs, _: &CallContext) -> Result<Value, ToolError> {
+        Ok(
+            match talaria_plugin_sdk::auxiliary::complete("Answer briefly.", &args.prompt, 100_000)
+            {
+                Ok(answer) => json!({ "ok": true, "answer": answer }),
+                Err(e) => host_outcome(&e),
+            },
+        )
+    }
+}
+
 /// Every tool (`bad_json` last).
 pub type Tools = (
     (ReadFileAt, WriteFileAt, ListDir, Connect, Spin, Hog, Panic),
@@ -367,6 +393,7 @@ pub type Tools = (
         EnvVars,
         Context,
         HttpGet,
+        AskModel,
         BadJson,
     ),
 );
