@@ -29,6 +29,26 @@ const NOISE: &str = "script, style, noscript, template, svg, canvas, iframe, fra
 /// (inside a `<main>` or `<article>` they belong to the content).
 const SITE_CHROME: &str = "header, footer, [role=banner], [role=contentinfo]";
 
+/// Deeper element nesting than this is converted as plain text: the
+/// Markdown conversion recurses once per level, and a component's stack is
+/// small (real pages stay well under 100 levels).
+const MAX_DEPTH: usize = 256;
+
+/// How deep elements nest under `root` (walked without recursion).
+fn depth(root: ElementRef<'_>) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for edge in root.traverse() {
+        match edge {
+            ego_tree::iter::Edge::Open(_) => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ego_tree::iter::Edge::Close(_) => depth = depth.saturating_sub(1),
+        }
+    }
+    deepest
+}
+
 /// The element holding the page's content.
 fn content_root(doc: &Html) -> (Option<ElementRef<'_>>, bool) {
     let root = doc.root_element();
@@ -83,13 +103,19 @@ pub fn convert(mut doc: Html, page_url: &Url) -> Converted {
             node.detach();
         }
     }
-    let content = doc
-        .tree
-        .get(root_id)
-        .and_then(ElementRef::wrap)
-        .map(|root| root.html())
-        .unwrap_or_default();
-    let markdown = converter(base).convert(&content).unwrap_or_default();
+    let Some(root) = doc.tree.get(root_id).and_then(ElementRef::wrap) else {
+        return Converted {
+            title,
+            markdown: String::new(),
+        };
+    };
+    if depth(root) > MAX_DEPTH {
+        return Converted {
+            title,
+            markdown: dom::text(root),
+        };
+    }
+    let markdown = converter(base).convert(&root.html()).unwrap_or_default();
     Converted {
         title,
         markdown: tidy(&markdown),

@@ -602,3 +602,25 @@ fn tavily_and_exa_extract_in_one_request() {
     let refused = remote::parse_exa(&urls, 401, r#"{"error":"Invalid API key"}"#);
     assert!(matches!(&refused[1].outcome, Outcome::Failed(m) if m.contains("EXA_API_KEY")));
 }
+
+#[test]
+fn deeply_nested_pages_do_not_overflow_a_small_stack() {
+    // A component's stack is about 1 MB; this debug build uses more per
+    // frame than the release component does.
+    let convert = |levels: usize| {
+        let html = format!(
+            "<title>t</title><main>{}deep text{}</main>",
+            "<div>".repeat(levels),
+            "</div>".repeat(levels)
+        );
+        std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || page::to_markdown(&html, &Url::parse("https://x.test/").unwrap()))
+            .unwrap()
+            .join()
+            .unwrap()
+            .markdown
+    };
+    assert_eq!(convert(200), "deep text");
+    assert_eq!(convert(5000), "deep text");
+}
