@@ -15,6 +15,23 @@ use crate::HostError;
 /// Largest response body read, in bytes; larger bodies are an error.
 pub const MAX_BODY_BYTES: usize = 32 << 20;
 
+/// The placeholder for the secret `name` in a header value:
+/// `{{secret:NAME}}`. A plugin never sees a secret's value; the host replaces
+/// the placeholder with it in outgoing requests to the hosts the manifest
+/// lists for that secret (`secrets = [{ name, hosts }]` in `[capabilities]`),
+/// and leaves requests to any other host as they are.
+///
+/// ```
+/// use talaria_plugin_sdk::http;
+/// let request = http::Request::get("https://api.example.org/v1/search?q=rust")
+///     .header("authorization", format!("Bearer {}", http::secret("EXAMPLE_API_KEY")));
+/// # let _ = request;
+/// assert_eq!(http::secret("EXAMPLE_API_KEY"), "{{secret:EXAMPLE_API_KEY}}");
+/// ```
+pub fn secret(name: &str) -> String {
+    format!("{{{{secret:{name}}}}}")
+}
+
 /// An HTTP request being built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -290,6 +307,15 @@ mod tests {
         assert!(Url::parse("ftp://x/").is_err());
         assert!(Url::parse("example.org/x").is_err());
         assert!(Url::parse("http://user:pw@example.org/").is_err());
+    }
+
+    #[test]
+    fn secrets_are_named_by_a_placeholder() {
+        assert_eq!(secret("BRAVE_API_KEY"), "{{secret:BRAVE_API_KEY}}");
+        assert_eq!(
+            format!("Bearer {}", secret("TAVILY_API_KEY")),
+            "Bearer {{secret:TAVILY_API_KEY}}"
+        );
     }
 
     #[test]
