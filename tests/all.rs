@@ -59,3 +59,5 @@ mod sessions;
 mod terminal;
 #[path = "all/tool_schemas.rs"]
 mod tool_schemas;
+#[path = "all/web.rs"]
+mod web;

@@ -3,7 +3,7 @@
 //! never followed here: callers follow them hop by hop, so the host checks
 //! every hop's address like any other request.
 
-use talaria_plugin_sdk::HostError;
+use talaria_plugin_sdk::{HostError, http};
 
 /// What the plugin says it is. Some sites refuse clients without a name.
 pub const USER_AGENT: &str = "Mozilla/5.0 (compatible; talaria-web/0.1)";
@@ -112,180 +112,55 @@ pub trait Transport {
     fn send(&self, call: &HttpCall, max_bytes: usize) -> Result<Fetched, HostError>;
 }
 
-/// The host's `wasi:http`.
+/// The host's `wasi:http`, through the SDK.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HostHttp;
 
 impl Transport for HostHttp {
-    #[cfg(target_arch = "wasm32")]
     fn send(&self, call: &HttpCall, max_bytes: usize) -> Result<Fetched, HostError> {
-        wasi::send(call, max_bytes)
-    }
-
-    #[cfg(not(target_arch = "wasm32"))]
-    fn send(&self, _call: &HttpCall, _max_bytes: usize) -> Result<Fetched, HostError> {
-        Err(HostError::Failed(
-            "no plugin host: HTTP only works inside a wasm component".into(),
-        ))
+        let url = checked_url(&call.url)?;
+        let mut request = call
+            .headers
+            .iter()
+            .fold(http::Request::new(call.method, url), |r, (name, value)| {
+                r.header(name, value)
+            })
+            .timeout_ms(REQUEST_TIMEOUT_MS)
+            .max_body_bytes(max_bytes);
+        if let Some(body) = &call.body {
+            request = request.body(body.clone());
+        }
+        let response = request.send()?;
+        Ok(Fetched {
+            status: response.status,
+            headers: response
+                .headers
+                .into_iter()
+                .map(|(name, value)| (name.to_ascii_lowercase(), value))
+                .collect(),
+            body: response.body,
+            truncated: response.truncated,
+        })
     }
 }
 
-/// The parts `wasi:http` wants: scheme, authority and path with query.
-pub fn split_url(raw: &str) -> Result<(bool, String, String), HostError> {
+/// `raw` as an http(s) URL without credentials, normalised (IDNA host,
+/// percent-encoded path) so the host sees what the page meant.
+pub fn checked_url(raw: &str) -> Result<String, HostError> {
     let bad = |why: &str| HostError::Failed(format!("invalid URL {raw:?}: {why}"));
     let url = url::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
-    let https = match url.scheme() {
-        "https" => true,
-        "http" => false,
-        _ => return Err(bad("only http and https are supported")),
-    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("only http and https are supported"));
+    }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(bad("credentials in URLs are not supported"));
     }
-    let host = url.host_str().ok_or_else(|| bad("no host"))?;
-    let authority = match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    };
-    let mut path = url.path().to_owned();
-    if let Some(query) = url.query() {
-        path.push('?');
-        path.push_str(query);
+    if url.host_str().is_none() {
+        return Err(bad("no host"));
     }
-    Ok((https, authority, path))
-}
-
-#[cfg(target_arch = "wasm32")]
-mod wasi {
-    use talaria_plugin_sdk::HostError;
-    use wasip2::http::outgoing_handler;
-    use wasip2::http::types::{
-        ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions,
-        Scheme,
-    };
-    use wasip2::io::streams::StreamError;
-
-    use super::{Fetched, HttpCall, REQUEST_TIMEOUT_MS, split_url};
-
-    fn from_code(code: ErrorCode, authority: &str) -> HostError {
-        match code {
-            ErrorCode::HttpRequestDenied | ErrorCode::DestinationIpProhibited => {
-                HostError::Denied(format!(
-                    "the host refused the request to {authority}: it is not in the plugin's \
-                     network grants, or it is a private or loopback address (allowed only for \
-                     hosts named in the grants, or with security.allow_private_urls)"
-                ))
-            }
-            ErrorCode::InternalError(Some(message)) if message.contains("denied") => {
-                HostError::Denied(format!(
-                    "the host refused the request to {authority}: {message}"
-                ))
-            }
-            other => HostError::Failed(format!("the request to {authority} failed: {other:?}")),
-        }
-    }
-
-    pub(super) fn send(call: &HttpCall, max_bytes: usize) -> Result<Fetched, HostError> {
-        let (https, authority, path) = split_url(&call.url)?;
-        let failed = |what: &str| HostError::Failed(format!("HTTP {what} to {authority} failed"));
-        let headers = Fields::new();
-        for (name, value) in &call.headers {
-            headers
-                .append(name, value.as_bytes())
-                .map_err(|e| HostError::Failed(format!("header {name}: {e:?}")))?;
-        }
-        let request = OutgoingRequest::new(headers);
-        let method = if call.method == "POST" {
-            Method::Post
-        } else {
-            Method::Get
-        };
-        request.set_method(&method).map_err(|()| failed("method"))?;
-        let scheme = if https { Scheme::Https } else { Scheme::Http };
-        request
-            .set_scheme(Some(&scheme))
-            .map_err(|()| failed("scheme"))?;
-        request
-            .set_authority(Some(&authority))
-            .map_err(|()| failed("authority"))?;
-        request
-            .set_path_with_query(Some(&path))
-            .map_err(|()| failed("path"))?;
-        let body = request.body().map_err(|()| failed("request body"))?;
-        let options = RequestOptions::new();
-        let nanos = REQUEST_TIMEOUT_MS * 1_000_000;
-        // Not every host supports each of them; its defaults then apply.
-        let _ = options.set_connect_timeout(Some(nanos));
-        let _ = options.set_first_byte_timeout(Some(nanos));
-        let _ = options.set_between_bytes_timeout(Some(nanos));
-        let pending = outgoing_handler::handle(request, Some(options))
-            .map_err(|code| from_code(code, &authority))?;
-        if let Some(bytes) = &call.body {
-            let stream = body.write().map_err(|()| failed("request body"))?;
-            for chunk in bytes.chunks(4096) {
-                stream
-                    .blocking_write_and_flush(chunk)
-                    .map_err(|_| failed("writing the request body"))?;
-            }
-            drop(stream);
-        }
-        OutgoingBody::finish(body, None).map_err(|code| from_code(code, &authority))?;
-
-        pending.subscribe().block();
-        let incoming = match pending.get() {
-            Some(Ok(Ok(response))) => response,
-            Some(Ok(Err(code))) => return Err(from_code(code, &authority)),
-            Some(Err(())) | None => return Err(failed("response")),
-        };
-        let status = incoming.status();
-        let headers = incoming
-            .headers()
-            .entries()
-            .into_iter()
-            .map(|(name, value)| {
-                (
-                    name.to_ascii_lowercase(),
-                    String::from_utf8_lossy(&value).into_owned(),
-                )
-            })
-            .collect();
-        let incoming_body = incoming.consume().map_err(|()| failed("response body"))?;
-        let stream = incoming_body
-            .stream()
-            .map_err(|()| failed("response body"))?;
-        let mut body = Vec::new();
-        let mut truncated = false;
-        loop {
-            match stream.blocking_read(64 * 1024) {
-                Ok(chunk) => {
-                    body.extend_from_slice(&chunk);
-                    if body.len() > max_bytes {
-                        // Stop reading: the rest is not wanted.
-                        body.truncate(max_bytes);
-                        truncated = true;
-                        break;
-                    }
-                }
-                Err(StreamError::Closed) => break,
-                Err(StreamError::LastOperationFailed(e)) => {
-                    return Err(HostError::Failed(format!(
-                        "reading the answer of {authority}: {}",
-                        e.to_debug_string()
-                    )));
-                }
-            }
-        }
-        drop(stream);
-        if !truncated {
-            let _ = IncomingBody::finish(incoming_body);
-        }
-        Ok(Fetched {
-            status,
-            headers,
-            body,
-            truncated,
-        })
-    }
+    let mut url = url;
+    url.set_fragment(None);
+    Ok(url.into())
 }
 
 #[cfg(test)]
@@ -294,16 +169,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_split_for_wasi_http() {
-        let (https, authority, path) = split_url("https://example.org:8443/a/b?q=1#x").unwrap();
-        assert!(https);
-        assert_eq!(authority, "example.org:8443");
-        assert_eq!(path, "/a/b?q=1");
-        let (https, authority, path) = split_url("http://[::1]/").unwrap();
-        assert!(!https);
-        assert_eq!((authority.as_str(), path.as_str()), ("[::1]", "/"));
-        assert!(split_url("ftp://example.org/").is_err());
-        assert!(split_url("http://user:pw@example.org/").is_err());
+    fn urls_are_checked_and_normalised() {
+        assert_eq!(
+            checked_url("https://example.org:8443/a b?q=1#x").unwrap(),
+            "https://example.org:8443/a%20b?q=1"
+        );
+        assert_eq!(checked_url("http://[::1]").unwrap(), "http://[::1]/");
+        assert!(checked_url("ftp://example.org/").is_err());
+        assert!(checked_url("http://user:pw@example.org/").is_err());
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub struct Request {
     headers: Vec<(String, String)>,
     body: Option<Vec<u8>>,
     timeout_ms: Option<u64>,
+    max_body_bytes: Option<usize>,
 }
 
 /// A response with its whole body.
@@ -51,6 +52,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
+    /// The body went on past [`Request::max_body_bytes`] and was cut there.
+    pub truncated: bool,
 }
 
 impl Response {
@@ -83,6 +86,7 @@ impl Request {
             headers: Vec::new(),
             body: None,
             timeout_ms: None,
+            max_body_bytes: None,
         }
     }
 
@@ -114,9 +118,18 @@ impl Request {
             .body(value.to_string())
     }
 
-    /// Limits the wait for the connection and for the first response byte.
+    /// Limits the wait for the connection, for the first response byte and
+    /// between two bytes of the answer.
     pub fn timeout_ms(mut self, ms: u64) -> Self {
         self.timeout_ms = Some(ms);
+        self
+    }
+
+    /// Reads at most `bytes` of the body and cuts it there
+    /// ([`Response::truncated`]) instead of failing past [`MAX_BODY_BYTES`]:
+    /// for pages whose beginning is what matters.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = Some(bytes);
         self
     }
 
@@ -230,8 +243,10 @@ fn send(request: &Request, url: &Url<'_>) -> Result<Response, HostError> {
     let options = request.timeout_ms.map(|ms| {
         let options = RequestOptions::new();
         let nanos = ms.saturating_mul(1_000_000);
+        // Not every host supports each of them; its defaults then apply.
         let _ = options.set_connect_timeout(Some(nanos));
         let _ = options.set_first_byte_timeout(Some(nanos));
+        let _ = options.set_between_bytes_timeout(Some(nanos));
         options
     });
     let pending = outgoing_handler::handle(outgoing, options).map_err(from_code)?;
@@ -264,10 +279,17 @@ fn send(request: &Request, url: &Url<'_>) -> Result<Response, HostError> {
         .stream()
         .map_err(|()| failed("response body"))?;
     let mut body = Vec::new();
+    let mut truncated = false;
     loop {
         match stream.blocking_read(64 * 1024) {
             Ok(chunk) => {
                 body.extend_from_slice(&chunk);
+                if let Some(cap) = request.max_body_bytes.filter(|cap| body.len() > *cap) {
+                    // The rest is not wanted: stop reading.
+                    body.truncate(cap);
+                    truncated = true;
+                    break;
+                }
                 if body.len() > MAX_BODY_BYTES {
                     return Err(HostError::Failed(format!(
                         "the response body is larger than {MAX_BODY_BYTES} bytes"
@@ -284,10 +306,13 @@ fn send(request: &Request, url: &Url<'_>) -> Result<Response, HostError> {
         }
     }
     drop(stream);
-    let _ = IncomingBody::finish(incoming_body);
+    if !truncated {
+        let _ = IncomingBody::finish(incoming_body);
+    }
     Ok(Response {
         status,
         headers,
+        truncated,
         body,
     })
 }
