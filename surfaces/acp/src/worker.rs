@@ -250,6 +250,7 @@ async fn build(
         resume,
         editor,
         messenger: None,
+        clarifier: None,
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

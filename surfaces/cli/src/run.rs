@@ -119,6 +119,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         resume: resume.clone(),
         editor: None,
         messenger: None,
+        clarifier: None,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

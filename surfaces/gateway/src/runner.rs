@@ -128,6 +128,7 @@ impl AgentRunner {
             resume: Some(session_id.to_owned()),
             editor: None,
             messenger,
+            clarifier: None,
         };
         let agent = Agent::build(settings, &self.home, options)
             .await

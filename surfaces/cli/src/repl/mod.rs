@@ -238,6 +238,7 @@ impl Repl {
             resume: resume.clone(),
             editor: None,
             messenger: None,
+            clarifier: None,
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,
