@@ -20,7 +20,7 @@ mod test_support;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
-pub use clarifier::{ClarifyAnswer, ClarifyError, Clarifier, NoAnswer};
+pub use clarifier::{Clarifier, ClarifyAnswer, ClarifyError, NoAnswer};
 pub use knowledge::{SkillSummary, skill_roots};
 pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};

@@ -155,6 +155,9 @@ mod tests {
              Reply with a number or your own answer — within 5 min."
         );
         let open = question_text("Why?", &[], Duration::from_secs(90));
-        assert!(open.ends_with("Reply with your answer — within 90 s."), "{open}");
+        assert!(
+            open.ends_with("Reply with your answer — within 90 s."),
+            "{open}"
+        );
     }
 }

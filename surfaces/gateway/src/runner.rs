@@ -335,7 +335,9 @@ impl Clarifier for InTheChat {
     ) -> Result<ClarifyAnswer, ClarifyError> {
         match self.0.ask(question, choices, cancel).await {
             Ok(ChatAnswer::Answered(text)) => Ok(ClarifyAnswer::Answered(text)),
-            Ok(ChatAnswer::TimedOut(after)) => Ok(ClarifyAnswer::NoAnswer(NoAnswer::TimedOut(after))),
+            Ok(ChatAnswer::TimedOut(after)) => {
+                Ok(ClarifyAnswer::NoAnswer(NoAnswer::TimedOut(after)))
+            }
             Ok(ChatAnswer::Cancelled) => Ok(ClarifyAnswer::NoAnswer(NoAnswer::Cancelled)),
             Err(message) => Err(ClarifyError(message)),
         }

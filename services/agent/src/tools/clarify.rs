@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 
-use crate::clarifier::{ClarifyAnswer, Clarifier, NoAnswer};
+use crate::clarifier::{Clarifier, ClarifyAnswer, NoAnswer};
 
 /// The tool's name, as Hermes skills call it.
 pub const CLARIFY: &str = "clarify";
@@ -74,9 +74,11 @@ impl ClarifyTool {
     async fn run(&self, arguments: &Value, cancel: &CancellationToken) -> Result<Value, String> {
         let (question, choices) = parse(arguments)?;
         if choices.is_empty() && !self.clarifier.takes_free_text() {
-            return Err("here the user can only pick one of your choices: give 1 to 4 \
+            return Err(
+                "here the user can only pick one of your choices: give 1 to 4 \
                         `choices`, or ask an open question in your reply instead"
-                .into());
+                    .into(),
+            );
         }
         let answer = self
             .clarifier
@@ -278,8 +280,14 @@ mod tests {
             (json!({"question": "   "}), "'question' is required"),
             (json!({"question": 3}), "'question' must be a string"),
             (json!({"question": "q", "choices": "a"}), "must be a list"),
-            (json!({"question": "q", "choices": ["a", ""]}), "choices[1] is empty"),
-            (json!({"question": "q", "choices": [{"label": "a"}]}), "choices[0] must be a string"),
+            (
+                json!({"question": "q", "choices": ["a", ""]}),
+                "choices[1] is empty",
+            ),
+            (
+                json!({"question": "q", "choices": [{"label": "a"}]}),
+                "choices[0] must be a string",
+            ),
         ] {
             let result = call(&tool, arguments.clone()).await;
             assert!(result.is_error, "{arguments}");
@@ -348,10 +356,17 @@ mod tests {
         assert_eq!(spec.parameters["required"], json!(["question", "choices"]));
         let result = call(&tool, json!({"question": "Why?"})).await;
         assert!(result.is_error);
-        assert!(result.content.contains("ask an open question in your reply"));
+        assert!(
+            result
+                .content
+                .contains("ask an open question in your reply")
+        );
         assert!(clarifier.asked.lock().unwrap().is_empty());
         let free = ClarifyTool::new(Scripted::new(Ok(ClarifyAnswer::Answered("a".into()))));
-        assert_eq!(free.tools()[0].spec.parameters["required"], json!(["question"]));
+        assert_eq!(
+            free.tools()[0].spec.parameters["required"],
+            json!(["question"])
+        );
         assert!(free.tools()[0].flags.never_parallel);
     }
 }

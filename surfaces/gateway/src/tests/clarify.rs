@@ -24,9 +24,17 @@ async fn a_number_picks_a_choice_and_other_words_are_the_answer() {
     h.platform.write(dm("ann", "question"));
     assert_eq!(h.next_text().await, QUESTION);
     h.platform.write(dm("ann", "dev, please"));
-    assert_eq!(h.next_text().await, r#"answer: Ok(Answered("dev, please"))"#);
+    assert_eq!(
+        h.next_text().await,
+        r#"answer: Ok(Answered("dev, please"))"#
+    );
     // The answers started no turns of their own.
-    let starts = h.runner.log().iter().filter(|l| l.starts_with("start")).count();
+    let starts = h
+        .runner
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("start"))
+        .count();
     assert_eq!(starts, 2, "{:?}", h.runner.log());
 }
 
