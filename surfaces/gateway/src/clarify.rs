@@ -106,7 +106,7 @@ fn question_text(question: &str, choices: &[String], timeout: Duration) -> Strin
         "Reply with a number or your own answer"
     };
     let secs = timeout.as_secs();
-    let within = if secs >= 120 && secs % 60 == 0 {
+    let within = if secs >= 120 && secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{secs} s")

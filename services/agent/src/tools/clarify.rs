@@ -110,7 +110,7 @@ fn unanswered(why: NoAnswer) -> String {
             let secs = after.as_secs();
             let within = match secs {
                 60 => "a minute".to_owned(),
-                s if s > 60 && s % 60 == 0 => format!("{} minutes", s / 60),
+                s if s > 60 && s.is_multiple_of(60) => format!("{} minutes", s / 60),
                 1 => "a second".to_owned(),
                 s => format!("{s} seconds"),
             };

@@ -18,15 +18,15 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     self as acp, AgentCapabilities, AuthenticateRequest, AuthenticateResponse, AvailableCommand,
     AvailableCommandInput, AvailableCommandsUpdate, CancelNotification, ContentBlock, ContentChunk,
-    Cost, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionInfo,
-    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, UnstructuredCommandInput, UsageUpdate,
+    Cost, ElicitationCapabilities, EmbeddedResourceResource, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput, UsageUpdate,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt, StreamExt};
@@ -183,7 +183,7 @@ async fn connection(
                         questions: offered
                             .elicitation
                             .as_ref()
-                            .is_some_and(|e| e.supports_form()),
+                            .is_some_and(ElicitationCapabilities::supports_form),
                     };
                 }
                 responder.respond(initialize_response())
