@@ -514,3 +514,112 @@ fn hostile_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
 fn talaria_acp_limit() -> usize {
     8 * 1024 * 1024
 }
+
+/// The `clarify` tool in the first request's tool list, when offered.
+fn clarify_schema(model: &ScriptedServer) -> Option<Value> {
+    let tools: Value = serde_json::from_str(&model.requests()[0].tools_raw()).unwrap();
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "clarify")
+        .map(|t| t["function"]["parameters"].clone())
+}
+
+const CLARIFY_ARGS: &str = r#"{"question": "Which target?", "choices": ["staging", "prod"]}"#;
+
+#[test]
+fn clarify_asks_an_editor_with_forms_and_the_answer_reaches_the_model() {
+    let home = fresh_home();
+    let work = home.workdir();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("clarify", CLARIFY_ARGS)]),
+        Step::text("Going with dev."),
+    ]))
+    .unwrap();
+    // The user picks a choice and also types their own answer: the words win.
+    let reply = json!({"choice": "prod", "answer": "dev instead"});
+    let Some(result) = drive_with(
+        &home,
+        work.path(),
+        &model,
+        "clarify",
+        None,
+        &[("ACP_ELICIT", reply.to_string())],
+    ) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "end_turn");
+    let schema = clarify_schema(&model).expect("clarify is offered in an editor");
+    assert_eq!(schema["required"], json!(["question"]));
+    let asked = result["elicitations"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["mode"], "form");
+    assert_eq!(asked[0]["message"], "Which target?");
+    assert_eq!(asked[0]["sessionId"], result["sessionId"]);
+    let choices: Vec<&Value> = asked[0]["requestedSchema"]["properties"]["choice"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| &option["const"])
+        .collect();
+    assert_eq!(choices, [&json!("staging"), &json!("prod")]);
+    let answer: Value = serde_json::from_str(&tool_results(&model, 1)[0]).unwrap();
+    assert_eq!(answer["user_response"], "dev instead");
+    assert_eq!(answer["choices_offered"], json!(["staging", "prod"]));
+}
+
+#[test]
+fn without_forms_clarify_offers_the_choices_as_permission_options() {
+    let home = fresh_home();
+    let work = home.workdir();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("clarify", CLARIFY_ARGS)]),
+        Step::text("Staging it is."),
+    ]))
+    .unwrap();
+    let Some(result) = drive(&home, work.path(), &model, "clarify", None) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "end_turn");
+    // Only choices can be answered here: the schema says they are needed.
+    let schema = clarify_schema(&model).expect("clarify is offered in an editor");
+    assert_eq!(schema["required"], json!(["question", "choices"]));
+    let permissions = result["permissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 1, "{permissions:?}");
+    assert_eq!(permissions[0]["toolCall"]["title"], "Which target?");
+    let names: Vec<&str> = permissions[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    assert_eq!(names, ["staging", "prod", "Skip the question"]);
+    // The driver picks the first "allow once" option: the first choice.
+    let answer: Value = serde_json::from_str(&tool_results(&model, 1)[0]).unwrap();
+    assert_eq!(answer["user_response"], "staging");
+}
+
+#[test]
+fn session_cancel_withdraws_a_clarify_question() {
+    let home = fresh_home();
+    let work = home.workdir();
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("clarify", r#"{"question": "Why?"}"#)]),
+        Step::text("not reached"),
+    ]))
+    .unwrap();
+    let Some(result) = drive_with(
+        &home,
+        work.path(),
+        &model,
+        "cancel",
+        None,
+        &[("ACP_ELICIT", "\"hang\"".to_owned())],
+    ) else {
+        return;
+    };
+    assert_eq!(result["response"]["stopReason"], "cancelled");
+    assert_eq!(result["elicitations"].as_array().unwrap().len(), 1);
+    assert_eq!(model.remaining_steps(), 1, "no model call after the cancel");
+}

@@ -14,9 +14,13 @@
 //   load        session/load of ACP_SESSION, then session/list
 //   mcp         session/new with the MCP servers in ACP_MCP (JSON), one prompt
 //   editor      one prompt
+//   clarify     one prompt whose `clarify` call asks the user
 // When ACP_BUFFERS is set (a JSON object path -> text), the client offers
 // fs/* (those buffers, in memory) and terminal/* (real child processes);
-// "cancel" then cancels once the command's terminal exists.
+// "cancel" then cancels once the command's terminal exists. When ACP_ELICIT
+// is set (JSON: the form content to accept with, or "hang" to never answer,
+// and "cancel" then cancels once the question is asked), the client offers
+// form elicitation (`elicitation/create`).
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -40,10 +44,12 @@ agent.stderr.on("data", (chunk) => {
   stderr += chunk;
 });
 
-const result = { scenario, updates: [], permissions: [], editor: [] };
+const result = { scenario, updates: [], permissions: [], editor: [], elicitations: [] };
 let onUpdate = () => {};
 let onTerminal = () => {};
+let onElicit = () => {};
 const offersEditor = process.env.ACP_BUFFERS !== undefined;
+const elicit = process.env.ACP_ELICIT === undefined ? undefined : JSON.parse(process.env.ACP_ELICIT);
 
 // The "editor" scenario's buffers and terminals.
 const buffers = JSON.parse(process.env.ACP_BUFFERS || "{}");
@@ -117,6 +123,12 @@ const client = acp
     terminals.delete(params.terminalId);
     return {};
   })
+  .onRequest("elicitation/create", ({ params }) => {
+    result.elicitations.push(params);
+    onElicit();
+    if (elicit === "hang") return new Promise(() => {});
+    return { action: "accept", content: elicit };
+  })
   .onNotification("session/update", ({ params }) => {
     result.updates.push(params.update);
     onUpdate(params.update);
@@ -135,10 +147,10 @@ try {
   await client.connectWith(stream, async (cx) => {
     result.initialize = await cx.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities:
-        offersEditor
-          ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true }
-          : {},
+      clientCapabilities: {
+        ...(offersEditor ? { fs: { readTextFile: true, writeTextFile: true }, terminal: true } : {}),
+        ...(elicit !== undefined ? { elicitation: { form: {} } } : {}),
+      },
       clientInfo: { name: "talaria-acp-test", version: "0" },
     });
     if (scenario === "load") {
@@ -161,7 +173,8 @@ try {
     if (scenario === "cancel") {
       // Cancel once the tool call is under way.
       const started = new Promise((resolve) => {
-        if (offersEditor) onTerminal = resolve;
+        if (elicit === "hang") onElicit = resolve;
+        else if (offersEditor) onTerminal = resolve;
         else
           onUpdate = (update) => {
             if (update.sessionUpdate === "tool_call") resolve();
@@ -176,7 +189,13 @@ try {
       return;
     }
     result.response = await prompt(
-      scenario === "permission" ? "clean up" : scenario === "mcp" ? "echo it" : "hello",
+      scenario === "permission"
+        ? "clean up"
+        : scenario === "mcp"
+          ? "echo it"
+          : scenario === "clarify"
+            ? "ask me"
+            : "hello",
     );
     if (scenario === "prompt") {
       result.command = await prompt("/usage");

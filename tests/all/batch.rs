@@ -287,4 +287,10 @@ fn an_item_past_its_iteration_limit_is_written_with_its_summary() {
         .map(|turn| turn["from"].as_str().unwrap())
         .collect();
     assert_eq!(turns[..4], ["system", "human", "gpt", "tool"]);
+    // Nobody watches a batch: no questions.
+    let tools = model.requests()[0].tools_raw();
+    assert!(
+        tools.contains("\"todo\"") && !tools.contains("\"clarify\""),
+        "{tools}"
+    );
 }

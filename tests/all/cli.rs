@@ -93,6 +93,8 @@ fn assert_round_trip(server: &ScriptedServer, output: &std::process::Output, wir
         tools.contains("\"todo\""),
         "the todo tool is offered: {tools}"
     );
+    // A one-shot run's stdin is not the user: nobody answers questions.
+    assert!(!tools.contains("\"clarify\""), "clarify offered: {tools}");
 }
 
 #[test]

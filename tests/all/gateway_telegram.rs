@@ -256,3 +256,68 @@ fn a_message_sent_during_a_turn_steers_it_in_steer_mode() {
     let output = wait(gateway);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+#[test]
+fn clarify_asks_in_the_chat_and_the_next_message_answers() {
+    build_plugins();
+    let fake = TelegramFake::spawn(TOKEN).unwrap();
+    let ask = r#"{"question": "Which target?", "choices": ["staging", "prod"]}"#;
+    let model = ScriptedServer::spawn(Script::new([
+        Step::tool_call("clarify", ask),
+        Step::text("deploying to prod"),
+        Step::tool_call("clarify", r#"{"question": "Anything else?"}"#),
+        Step::text("done without an answer"),
+    ]))
+    .unwrap();
+    let home = Home::new();
+    home.write_config(&format!(
+        "retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n\
+         clarify:\n  timeout_secs: 2\n\
+         gateway:\n  platforms:\n    telegram:\n      bot_token: {TOKEN}\n      \
+         api_base: {}\n      poll_timeout_secs: 1\n      allowed_users: ['1001']\n",
+        fake.api_base()
+    ));
+    let gateway = spawn_gateway(&home, &model, &[]);
+    let ann = FakeUser::new(1001, "Ann");
+    let chat = FakeChat::private(&ann);
+    fake.push_user_message(&chat, &ann, "deploy it");
+    wait_until("the question", Duration::from_secs(60), || {
+        !messages_to(&fake, 1001).is_empty()
+    });
+    assert_eq!(
+        messages_to(&fake, 1001)[0],
+        "Question: Which target?\n1. staging\n2. prod\n\
+         Reply with a number or your own answer — within 2 s."
+    );
+    fake.push_user_message(&chat, &ann, "2");
+    wait_until("the answer", Duration::from_secs(60), || {
+        messages_to(&fake, 1001).len() >= 2
+    });
+    assert_eq!(messages_to(&fake, 1001)[1], "deploying to prod");
+    let requests = model.requests();
+    assert_contains(&requests[0].tools_raw(), "\"clarify\"");
+    let answer: serde_json::Value = serde_json::from_str(&tool_results(&model, 1)[0]).unwrap();
+    assert_eq!(answer["user_response"], "prod");
+    assert_eq!(requests.len(), 2, "the answer started no turn of its own");
+
+    // Unanswered: the turn goes on after `clarify.timeout_secs`.
+    fake.push_user_message(&chat, &ann, "one more thing");
+    wait_until(
+        "the end of the second turn",
+        Duration::from_secs(60),
+        || messages_to(&fake, 1001).len() >= 5,
+    );
+    let sent = messages_to(&fake, 1001);
+    assert_contains(&sent[2], "Question: Anything else?");
+    assert_eq!(sent[3], "No answer in time: going on without it.");
+    assert_eq!(sent[4], "done without an answer");
+    let unanswered = tool_results(&model, 3);
+    assert_contains(
+        unanswered.last().unwrap(),
+        "did not answer within 2 seconds",
+    );
+
+    assert_code(&run(home.talaria(&["gateway", "stop"])), 0);
+    let output = wait(gateway);
+    assert!(output.status.success(), "{}", stderr(&output));
+}

@@ -464,3 +464,54 @@ fn an_mcp_call_is_approved_at_the_prompt_and_slash_mcp_shows_the_server() {
     );
     quit(session);
 }
+
+#[test]
+fn clarify_asks_at_the_prompt_a_number_picks_and_ctrl_c_skips_the_question() {
+    let home = Home::new();
+    let work = home.workdir();
+    let ask = r#"{"question": "Which target?", "choices": ["staging", "prod"]}"#;
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_calls([ToolCall::new("clarify", ask)]),
+        Step::text("Deploying to prod."),
+        Step::tool_calls([ToolCall::new("clarify", r#"{"question": "Why?"}"#)]),
+        Step::text("Going on without it."),
+    ]))
+    .unwrap();
+    let mut session = repl(&home, work.path(), &server, &[]);
+    prompt(&mut session);
+    session.send_line("deploy").unwrap();
+    session.exp_string("? Which target?").expect("the question");
+    session.exp_string("2. prod").expect("its numbered choices");
+    session.exp_string("(Ctrl-C skips): ").unwrap();
+    session.send_line("2").unwrap();
+    session
+        .exp_string("Deploying to prod.")
+        .expect("turn finished");
+    prompt(&mut session);
+    // Ctrl-C at the question skips it; the turn goes on.
+    session.send_line("deploy again").unwrap();
+    session.exp_string("? Why?").expect("the open question");
+    session.exp_string("(Ctrl-C skips): ").unwrap();
+    session.send_control('c').unwrap();
+    session
+        .exp_string("Going on without it.")
+        .expect("the turn went on");
+    prompt(&mut session);
+    quit(session);
+
+    let requests = server.requests();
+    assert!(requests[0].tools_raw().contains("\"clarify\""));
+    assert_tool_calls_paired(&requests);
+    let picked: serde_json::Value =
+        serde_json::from_str(&crate::common::tool_results(&server, 1)[0]).unwrap();
+    assert_eq!(picked["user_response"], "prod");
+    let skipped = crate::common::tool_results(&server, 3);
+    let skipped: serde_json::Value = serde_json::from_str(skipped.last().unwrap()).unwrap();
+    assert!(
+        skipped["user_response"]
+            .as_str()
+            .unwrap()
+            .contains("dismissed the question"),
+        "{skipped}"
+    );
+}

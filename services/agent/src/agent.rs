@@ -194,6 +194,7 @@ impl Agent {
             resume,
             editor,
             messenger,
+            clarifier,
         } = options;
         let cwd = cwd.as_path();
         let routes = model_routes(settings)?;
@@ -248,6 +249,7 @@ impl Agent {
             someone_can_approve,
             messenger,
             cron,
+            clarifier,
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -429,6 +431,9 @@ pub struct AgentOptions {
     /// Where `send_message` delivers (the gateway's chats); without one the
     /// tool is not offered.
     pub messenger: Option<Arc<dyn crate::Messenger>>,
+    /// Who answers `clarify` (the REPL, the editor, the chat); without one
+    /// the tool is not offered: nobody could answer.
+    pub clarifier: Option<Arc<dyn crate::Clarifier>>,
 }
 
 /// The primary model, then the fallbacks, in order.

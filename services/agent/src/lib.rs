@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod auxiliary;
+mod clarifier;
 pub mod exec_setup;
 pub mod grants;
 pub mod key_health;
@@ -19,6 +20,7 @@ mod test_support;
 pub mod tools;
 
 pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
+pub use clarifier::{Clarifier, ClarifyAnswer, ClarifyError, NoAnswer};
 pub use knowledge::{SkillSummary, skill_roots};
 pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};

@@ -313,6 +313,21 @@ impl Default for ApprovalsConfig {
     }
 }
 
+/// Questions the agent asks with `clarify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClarifyConfig {
+    /// Seconds a question asked in a chat or an editor waits for an answer
+    /// (the terminal waits until answered or Ctrl-C).
+    pub timeout_secs: u64,
+}
+
+impl Default for ClarifyConfig {
+    fn default() -> Self {
+        Self { timeout_secs: 300 }
+    }
+}
+
 /// How the terminal shows things.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -407,6 +422,9 @@ pub struct ConfigFile {
     /// Command approval.
     #[serde(skip_serializing_if = "is_default")]
     pub approvals: ApprovalsConfig,
+    /// Questions asked with `clarify`.
+    #[serde(skip_serializing_if = "is_default")]
+    pub clarify: ClarifyConfig,
     /// Context compression.
     #[serde(skip_serializing_if = "is_default")]
     pub compression: CompressionConfig,

@@ -284,7 +284,8 @@ mod tests {
             entry("todo", "todo", false),
             entry("web_search", "web", true),
             entry("web_post", "web", false),
-            entry("clarify", "clarify", true),
+            // As the agent offers it: it waits for the user, so not read-only.
+            entry("clarify", "clarify", false),
             entry("cronjob", "cronjob", false),
             entry("send_message", "messaging", false),
         ]
@@ -364,7 +365,9 @@ mod tests {
             &Profile::for_surface("webhook"),
             &entries(),
         );
-        assert_eq!(names(&visible), ["clarify", "web_search"]);
+        // `clarify` is listed for webhooks but is not read-only (and no
+        // clarifier is ever given there): it stays out.
+        assert_eq!(names(&visible), ["web_search"]);
     }
 
     #[test]

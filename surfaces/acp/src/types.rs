@@ -112,6 +112,27 @@ pub enum PermissionAnswer {
     Cancelled,
 }
 
+/// A `clarify` question for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionAsk {
+    /// The `clarify` tool call it belongs to, when known.
+    pub tool_call_id: Option<String>,
+    pub question: String,
+    /// 0 to 4 answers to pick from.
+    pub choices: Vec<String>,
+}
+
+/// The user's answer to a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionReply {
+    /// A picked choice's text, or the user's own words.
+    Answered(String),
+    /// The user dismissed it.
+    Declined,
+    /// The editor could not ask.
+    Failed(String),
+}
+
 /// Why a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -128,6 +149,10 @@ pub struct EditorOffers {
     pub files: bool,
     /// The `terminal/*` methods.
     pub terminal: bool,
+    /// Form elicitation (`elicitation/create`): questions answered in the
+    /// user's own words. Without it only choices can be offered (as a
+    /// `session/request_permission`).
+    pub questions: bool,
 }
 
 /// A command to run in the editor's terminal (already approved).
@@ -181,6 +206,8 @@ pub enum EditorCall {
 pub enum Outbound {
     Update(Update),
     Permission(PermissionAsk, oneshot::Sender<PermissionAnswer>),
+    /// Dropping the reply's receiver (a cancelled tool) gives the question up.
+    Question(QuestionAsk, oneshot::Sender<QuestionReply>),
     Editor(EditorCall),
     /// The turn is over: every update before this was sent first.
     TurnEnded(Result<Stop, String>, oneshot::Sender<Result<Stop, String>>),

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use talaria_agent::{Agent, AgentOptions, Surface};
+use talaria_agent::{
+    Agent, AgentOptions, Clarifier, ClarifyAnswer, ClarifyError, NoAnswer, Surface,
+};
 use talaria_approval::{ApprovalRequest, Approver, Decision};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
 use talaria_kernel::{CancellationToken, Exit, Role};
@@ -19,7 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::editor::EditorBridge;
 use crate::sink::{CallIds, UpdateSink, tool_start};
 use crate::types::{
-    ClientMcp, CommandInfo, EditorOffers, Outbound, PermissionAnswer, PermissionAsk, Stop, Update,
+    ClientMcp, CommandInfo, EditorOffers, Outbound, PermissionAnswer, PermissionAsk, QuestionAsk,
+    QuestionReply, Stop, Update,
 };
 
 /// Where a session runs and what it starts from.
@@ -124,6 +127,56 @@ impl Approver for EditorApprover {
             Ok(PermissionAnswer::AllowSession) => Decision::Session,
             Ok(PermissionAnswer::Reject | PermissionAnswer::Cancelled) | Err(_) => Decision::Deny,
         }
+    }
+}
+
+/// Asks the editor's user `clarify` questions (see `adapter::question`).
+struct EditorClarifier {
+    out: mpsc::UnboundedSender<Outbound>,
+    calls: CallIds,
+    /// The editor takes answers in the user's own words (form elicitation).
+    free_text: bool,
+    /// `clarify.timeout_secs`: the user may have left the editor.
+    timeout: std::time::Duration,
+}
+
+#[async_trait]
+impl Clarifier for EditorClarifier {
+    async fn ask(
+        &self,
+        question: &str,
+        choices: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<ClarifyAnswer, ClarifyError> {
+        let tool_call_id = self
+            .calls
+            .lock()
+            .ok()
+            .and_then(|calls| calls.get(talaria_agent::tools::CLARIFY).cloned());
+        let ask = QuestionAsk {
+            tool_call_id,
+            question: question.to_owned(),
+            choices: choices.to_vec(),
+        };
+        let (tx, rx) = oneshot::channel();
+        if self.out.send(Outbound::Question(ask, tx)).is_err() {
+            return Err(ClarifyError("the editor has gone".into()));
+        }
+        // Dropping `rx` (on cancel or timeout) makes the adapter give up.
+        tokio::select! {
+            reply = tokio::time::timeout(self.timeout, rx) => match reply {
+                Ok(Ok(QuestionReply::Answered(text))) => Ok(ClarifyAnswer::Answered(text)),
+                Ok(Ok(QuestionReply::Declined)) => Ok(ClarifyAnswer::NoAnswer(NoAnswer::Declined)),
+                Ok(Ok(QuestionReply::Failed(message))) => Err(ClarifyError(message)),
+                Ok(Err(_)) => Err(ClarifyError("the editor has gone".into())),
+                Err(_elapsed) => Ok(ClarifyAnswer::NoAnswer(NoAnswer::TimedOut(self.timeout))),
+            },
+            () = cancel.cancelled() => Ok(ClarifyAnswer::NoAnswer(NoAnswer::Cancelled)),
+        }
+    }
+
+    fn takes_free_text(&self) -> bool {
+        self.free_text
     }
 }
 
@@ -243,6 +296,14 @@ async fn build(
         Arc::new(EditorBridge::new(out.clone(), calls.clone(), offers))
             as Arc<dyn talaria_plugin_host::Editor>
     });
+    // Every editor can answer a question with choices (as a permission
+    // request); free answers need form elicitation.
+    let clarifier = Arc::new(EditorClarifier {
+        out: out.clone(),
+        calls: calls.clone(),
+        free_text: offers.questions,
+        timeout: std::time::Duration::from_secs(settings.config.clarify.timeout_secs),
+    });
     let options = AgentOptions {
         surface: Surface::Editor,
         cwd: spec.cwd.clone(),
@@ -250,6 +311,7 @@ async fn build(
         resume,
         editor,
         messenger: None,
+        clarifier: Some(clarifier),
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

@@ -324,6 +324,7 @@ impl Runner {
             resume: Some(session_id),
             editor: None,
             messenger: None,
+            clarifier: None,
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

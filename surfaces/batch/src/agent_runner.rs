@@ -95,6 +95,7 @@ impl AgentItemRunner {
             resume: None,
             editor: None,
             messenger: None,
+            clarifier: None,
         };
         let mut agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

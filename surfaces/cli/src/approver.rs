@@ -1,12 +1,14 @@
-//! Asks the user on the terminal whether a dangerous command may run. The
-//! question goes to the controlling terminal (`/dev/tty`), so it works while
-//! stdin and stdout are pipes; with no terminal at all nobody can answer (a refusal).
+//! Asks the user on the terminal whether a dangerous command may run, through
+//! [`crate::tty`]: it works while stdin and stdout are pipes; with no terminal
+//! at all nobody can answer (a refusal).
 
-use std::io::{BufRead, BufReader, Write};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use talaria_approval::{ApprovalRequest, Approver, Decision};
+use talaria_kernel::CancellationToken;
+
+use crate::tty::{TtyAnswer, ask, open_tty};
 
 /// Called before a question is shown (the REPL stops its spinner).
 pub type BeforeAsking = Arc<dyn Fn() + Send + Sync>;
@@ -32,48 +34,25 @@ impl Approver for TerminalApprover {
         if let Some(pause) = &self.before_asking {
             pause();
         }
-        let request = request.clone();
-        tokio::task::spawn_blocking(move || ask_on_tty(&request))
-            .await
-            .unwrap_or(Decision::Deny)
+        let question = format!(
+            "\n  ! {} needs approval ({}):\n      {}\n    \
+             allow [o]nce, for this [s]ession, [a]lways, or [d]eny? ",
+            request.tool,
+            request.finding.description,
+            request.command.replace('\n', "\n      ")
+        );
+        // An interrupted turn drops this future, which gives the question up.
+        match ask(question, CancellationToken::new()).await {
+            TtyAnswer::Line(answer) => parse_answer(&answer),
+            // No terminal: nobody was asked, and the refusal must say so.
+            TtyAnswer::NoTerminal => Decision::Unavailable,
+            TtyAnswer::Stopped | TtyAnswer::Failed => Decision::Deny,
+        }
     }
 
     fn can_answer(&self) -> bool {
         open_tty().is_ok()
     }
-}
-
-/// The controlling terminal, where questions are asked.
-fn open_tty() -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-}
-
-fn ask_on_tty(request: &ApprovalRequest) -> Decision {
-    let Ok(tty) = open_tty() else {
-        // No terminal: nobody was asked, and the refusal must say so.
-        return Decision::Unavailable;
-    };
-    let Ok(mut out) = tty.try_clone() else {
-        return Decision::Deny;
-    };
-    let question = format!(
-        "\n  ! {} needs approval ({}):\n      {}\n    \
-         allow [o]nce, for this [s]ession, [a]lways, or [d]eny? ",
-        request.tool,
-        request.finding.description,
-        request.command.replace('\n', "\n      ")
-    );
-    if out.write_all(question.as_bytes()).is_err() || out.flush().is_err() {
-        return Decision::Deny;
-    }
-    let mut answer = String::new();
-    if BufReader::new(tty).read_line(&mut answer).is_err() {
-        return Decision::Deny;
-    }
-    parse_answer(&answer)
 }
 
 /// Reads an answer; anything unclear is a denial.

@@ -54,6 +54,7 @@ pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String
         resume: None,
         editor: None,
         messenger: None,
+        clarifier: None,
     };
     Agent::build(&settings, home, options)
         .await

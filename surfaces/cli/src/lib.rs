@@ -5,6 +5,7 @@ mod acp_cmd;
 mod approver;
 mod args;
 mod batch_cmd;
+mod clarifier;
 mod commands_cmd;
 mod config_cmd;
 mod cron_cmd;
@@ -29,6 +30,7 @@ mod setup;
 mod shutdown;
 mod skills_cmd;
 mod skins;
+mod tty;
 
 /// The source checkout this binary was built from (this crate sits at
 /// `surfaces/cli`): the Rust SDK and pinned toolchains for plugin builds, the

@@ -112,6 +112,11 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Some((view, _)) => view.approver(),
         None => Arc::new(crate::approver::TerminalApprover::default()),
     };
+    // Only the REPL can ask `clarify` questions: in a one-shot run stdin is
+    // not the user, and nobody may be watching.
+    let clarifier = screen
+        .as_ref()
+        .map(|(view, _)| view.clarifier() as Arc<dyn talaria_agent::Clarifier>);
     let options = AgentOptions {
         surface,
         cwd: cwd.clone(),
@@ -119,6 +124,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         resume: resume.clone(),
         editor: None,
         messenger: None,
+        clarifier,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

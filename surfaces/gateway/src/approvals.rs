@@ -15,67 +15,84 @@ use crate::delivery::{Destination, deliver};
 use crate::driver::Outbox;
 use crate::ports::ChatCapabilities;
 
-/// The questions waiting for an answer, per chat (platform, chat, thread).
-#[derive(Debug, Default)]
-pub struct Approvals {
-    waiting: Mutex<HashMap<String, VecDeque<Question>>>,
+/// Questions waiting for an answer, per key (a chat; for `clarify`, a chat
+/// and its user): approvals and clarifications share this mechanism.
+#[derive(Debug)]
+pub struct Waiting<T> {
+    waiting: Mutex<HashMap<String, VecDeque<Question<T>>>>,
     next_id: AtomicU64,
 }
 
-/// A question's id and where its answer goes.
-type Question = (u64, oneshot::Sender<Decision>);
+/// The approval questions waiting, per chat (platform, chat, thread).
+pub type Approvals = Waiting<Decision>;
 
-impl Approvals {
-    fn register(&self, chat: &str) -> (u64, oneshot::Receiver<Decision>) {
+/// A question's id and where its answer goes.
+type Question<T> = (u64, oneshot::Sender<T>);
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Self {
+            waiting: Mutex::default(),
+            next_id: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T> Waiting<T> {
+    pub(crate) fn register(&self, key: &str) -> (u64, oneshot::Receiver<T>) {
         let (answer, answered) = oneshot::channel();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut waiting) = self.waiting.lock() {
             waiting
-                .entry(chat.to_owned())
+                .entry(key.to_owned())
                 .or_default()
                 .push_back((id, answer));
         }
         (id, answered)
     }
 
-    fn withdraw(&self, chat: &str, id: u64) {
+    pub(crate) fn withdraw(&self, key: &str, id: u64) {
         if let Ok(mut waiting) = self.waiting.lock()
-            && let Some(questions) = waiting.get_mut(chat)
+            && let Some(questions) = waiting.get_mut(key)
         {
             questions.retain(|(question, _)| *question != id);
             if questions.is_empty() {
-                waiting.remove(chat);
+                waiting.remove(key);
             }
         }
     }
 
-    /// Answers the oldest question waiting in `chat`; false when none is.
-    pub fn answer(&self, chat: &str, decision: Decision) -> bool {
+    /// Answers the oldest question waiting under `key`; false when none is.
+    pub fn answer(&self, key: &str, answer: T) -> bool {
         let Ok(mut waiting) = self.waiting.lock() else {
             return false;
         };
-        let Some(questions) = waiting.get_mut(chat) else {
+        let Some(questions) = waiting.get_mut(key) else {
             return false;
         };
+        let mut answer = answer;
         let mut answered = false;
         while let Some((_, question)) = questions.pop_front() {
             // A question whose turn is gone cannot take the answer: try the next.
-            if question.send(decision).is_ok() {
-                answered = true;
-                break;
+            match question.send(answer) {
+                Ok(()) => {
+                    answered = true;
+                    break;
+                }
+                Err(back) => answer = back,
             }
         }
         if questions.is_empty() {
-            waiting.remove(chat);
+            waiting.remove(key);
         }
         answered
     }
 
-    /// Whether a question waits in `chat`.
-    pub fn is_waiting(&self, chat: &str) -> bool {
+    /// Whether a question waits under `key`.
+    pub fn is_waiting(&self, key: &str) -> bool {
         self.waiting
             .lock()
-            .is_ok_and(|waiting| waiting.get(chat).is_some_and(|q| !q.is_empty()))
+            .is_ok_and(|waiting| waiting.get(key).is_some_and(|q| !q.is_empty()))
     }
 }
 

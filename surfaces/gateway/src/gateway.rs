@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::approvals::{Approvals, ChatApprover, parse_approval};
 use crate::attachments::save_attachments;
+use crate::clarify::{ChatClarifier, Clarifications, clarify_key};
 use crate::clock::Clock;
 use crate::delivery::{Destination, deliver};
 use crate::driver::{Outbox, account};
@@ -36,6 +37,8 @@ pub struct AccountSettings {
     pub config: PlatformConfig,
     /// How long an approval question waits (`approvals.timeout_secs`).
     pub approval_timeout: Duration,
+    /// How long a `clarify` question waits (`clarify.timeout_secs`).
+    pub clarify_timeout: Duration,
 }
 
 impl AccountSettings {
@@ -45,6 +48,7 @@ impl AccountSettings {
         platform: &str,
         gateway: &GatewayConfig,
         approval_timeout: Duration,
+        clarify_timeout: Duration,
     ) -> Self {
         Self {
             profile: profile.to_owned(),
@@ -52,6 +56,7 @@ impl AccountSettings {
             allow_all: gateway.allow_all,
             config: gateway.platforms.get(platform).cloned().unwrap_or_default(),
             approval_timeout,
+            clarify_timeout,
         }
     }
 }
@@ -67,6 +72,7 @@ pub struct Shared {
     pub sessions_dir: std::path::PathBuf,
     pub turns: Arc<Turns>,
     pub approvals: Arc<Approvals>,
+    pub clarifications: Arc<Clarifications>,
     pub pairing: PairingStore,
     pub clock: Clock,
     /// Permits for turns running at once, over every account.
@@ -85,6 +91,7 @@ impl Shared {
             sessions_dir: home.sessions_dir(),
             turns: Arc::default(),
             approvals: Arc::default(),
+            clarifications: Arc::default(),
             pairing: PairingStore::new(home.pairing_dir()),
             clock: Clock::system(),
             running: Arc::new(tokio::sync::Semaphore::new(
@@ -146,7 +153,16 @@ struct Job {
     text: String,
     attachments: Vec<Attachment>,
     to: Destination,
-    approvals_chat: String,
+    asking: Asking,
+}
+
+/// Where a turn's questions wait for their answers.
+#[derive(Debug, Clone)]
+struct Asking {
+    /// Approvals: the chat (any authorized user of it answers).
+    approvals: String,
+    /// `clarify`: the chat and the user whose message started the turn.
+    clarify: String,
 }
 
 impl<R: TurnRunner> Gateway<R> {
@@ -206,9 +222,24 @@ impl<R: TurnRunner> Gateway<R> {
         ])
         .to_string();
         let text = message.text.trim();
+        // The next words of the user a question waits for answer it; commands
+        // stay commands (`/stop` still interrupts).
+        let asking = Asking {
+            clarify: clarify_key(&approvals_chat, &message.sender.id),
+            approvals: approvals_chat,
+        };
+        if command(text).is_none()
+            && !text.is_empty()
+            && inner
+                .shared
+                .clarifications
+                .answer(&asking.clarify, text.to_owned())
+        {
+            return;
+        }
         match command(text) {
             Some((name, argument)) => {
-                self.command(name, argument, key, to, approvals_chat).await;
+                self.command(name, argument, key, to, asking).await;
             }
             None => {
                 // `//text` sends a line that starts with `/`.
@@ -217,7 +248,7 @@ impl<R: TurnRunner> Gateway<R> {
                     .filter(|t| t.starts_with('/'))
                     .unwrap_or(text);
                 let attachments = message.attachments.clone();
-                self.start(key, text.to_owned(), attachments, to, approvals_chat)
+                self.start(key, text.to_owned(), attachments, to, asking)
                     .await;
             }
         }
@@ -306,7 +337,7 @@ impl<R: TurnRunner> Gateway<R> {
         argument: &str,
         key: SessionKey,
         to: Destination,
-        approvals_chat: String,
+        asking: Asking,
     ) {
         let inner = &self.inner;
         let now = inner.shared.clock.unix_now();
@@ -324,7 +355,7 @@ impl<R: TurnRunner> Gateway<R> {
                     );
                     return;
                 };
-                if !inner.shared.approvals.answer(&approvals_chat, decision) {
+                if !inner.shared.approvals.answer(&asking.approvals, decision) {
                     self.post(&to, "Nothing is waiting for approval here.");
                 }
             }
@@ -354,7 +385,7 @@ impl<R: TurnRunner> Gateway<R> {
                     };
                     let reply = gateway.inner.runner.run_command(&session_id, &line).await;
                     drop(held);
-                    gateway.command_reply(key, reply, to, approvals_chat).await;
+                    gateway.command_reply(key, reply, to, asking).await;
                 });
             }
         }
@@ -366,7 +397,7 @@ impl<R: TurnRunner> Gateway<R> {
         key: SessionKey,
         reply: CommandReply,
         to: Destination,
-        approvals_chat: String,
+        asking: Asking,
     ) {
         let inner = &self.inner;
         if !reply.text.trim().is_empty() {
@@ -378,7 +409,7 @@ impl<R: TurnRunner> Gateway<R> {
             CommandEffect::NewSession => inner.shared.router.reset(&key, now).map(drop),
             CommandEffect::Resume(session) => inner.shared.router.point(&key, &session, now),
             CommandEffect::Send(text) => {
-                self.start(key, text, Vec::new(), to, approvals_chat).await;
+                self.start(key, text, Vec::new(), to, asking).await;
                 return;
             }
         };
@@ -393,7 +424,7 @@ impl<R: TurnRunner> Gateway<R> {
         text: String,
         attachments: Vec<Attachment>,
         to: Destination,
-        approvals_chat: String,
+        asking: Asking,
     ) {
         let inner = &self.inner;
         if text.is_empty() && attachments.is_empty() {
@@ -416,7 +447,7 @@ impl<R: TurnRunner> Gateway<R> {
             text,
             attachments,
             to,
-            approvals_chat,
+            asking,
         };
         let gateway = self.clone();
         tokio::spawn(async move { gateway.run_job(job, ticket).await });
@@ -457,9 +488,17 @@ impl<R: TurnRunner> Gateway<R> {
                 approvals: inner.shared.approvals.clone(),
                 outbox: inner.outbox.clone(),
                 capabilities: capabilities.clone(),
-                chat: job.approvals_chat.clone(),
+                chat: job.asking.approvals.clone(),
                 to: job.to.clone(),
                 timeout: inner.settings.approval_timeout,
+            };
+            let clarifier = ChatClarifier {
+                clarifications: inner.shared.clarifications.clone(),
+                outbox: inner.outbox.clone(),
+                capabilities: capabilities.clone(),
+                key: job.asking.clarify.clone(),
+                to: job.to.clone(),
+                timeout: inner.settings.clarify_timeout,
             };
             let turn = inner.runner.run_turn(Turn {
                 session_id: job.session_id.clone(),
@@ -467,6 +506,7 @@ impl<R: TurnRunner> Gateway<R> {
                 cancel: held.cancel.clone(),
                 steer: held.steer.clone(),
                 approver: Arc::new(approver),
+                clarifier: Some(Arc::new(clarifier)),
                 platform: capabilities.clone(),
                 chat: ChatAddress {
                     platform: inner.settings.platform.clone(),

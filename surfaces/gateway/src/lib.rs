@@ -7,8 +7,8 @@
 //!   backoff; others reach it through an [`Outbox`].
 //! - [`gateway`]: each inbound message is authorized (`talaria-pairing`),
 //!   routed to its session ([`router`]), and run under its session's lease
-//!   with the platform's busy mode ([`turns`]); approvals are asked in the
-//!   chat ([`approvals`]); answers are split and sent with retries ([`delivery`]).
+//!   with the platform's busy mode ([`turns`]); approvals and `clarify`
+//!   questions are asked in the chat ([`approvals`], [`clarify`]); answers are split and sent with retries ([`delivery`]).
 //! - `runner` (feature `agent`, on by default): the real turn runner, an agent
 //!   built from the profile per turn.
 //! - [`webhook`]: the listener for signed webhook deliveries.
@@ -19,6 +19,7 @@
 
 pub mod approvals;
 pub mod attachments;
+pub mod clarify;
 pub mod clock;
 pub mod cron;
 pub mod delivery;

@@ -117,6 +117,9 @@ pub struct Turn {
     pub steer: SteerNotes,
     /// Asks the chat when a command needs approval.
     pub approver: Arc<dyn Approver>,
+    /// Asks the user who started the turn `clarify` questions, in the chat
+    /// (`None`: nobody to ask, and the tool is not offered).
+    pub clarifier: Option<Arc<crate::clarify::ChatClarifier>>,
     /// The platform the turn comes from, for the prompt's platform hints.
     pub platform: ChatCapabilities,
     /// The account's platform (`gateway.platforms.<name>`) and the chat the

@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use talaria_agent::{Agent, AgentOptions, MessageTarget, Messenger, Surface};
+use talaria_agent::{
+    Agent, AgentOptions, Clarifier, ClarifyAnswer, ClarifyError, MessageTarget, Messenger,
+    NoAnswer, Surface,
+};
 use talaria_approval::{Approver, DenyAll};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
 use talaria_kernel::{Exit, NoEvents};
@@ -19,6 +22,7 @@ use talaria_store::{NewSession, SessionDb};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::clarify::{ChatAnswer, ChatClarifier};
 use crate::ports::{
     CommandEffect, CommandReply, SteerNotes, Turn, TurnOutcome, TurnResult, TurnRunner,
 };
@@ -99,16 +103,13 @@ impl AgentRunner {
         source: &str,
         approver: Arc<dyn Approver>,
     ) -> Result<Agent, String> {
-        let messenger = self.messenger.clone();
-        self.agent_on(
-            Surface::Gateway,
-            settings,
-            session_id,
-            source,
+        let attendance = Attendance {
             approver,
-            messenger,
-        )
-        .await
+            messenger: self.messenger.clone(),
+            clarifier: None,
+        };
+        self.agent_on(Surface::Gateway, settings, session_id, source, attendance)
+            .await
     }
 
     async fn agent_on(
@@ -117,17 +118,17 @@ impl AgentRunner {
         settings: &Settings,
         session_id: &str,
         source: &str,
-        approver: Arc<dyn Approver>,
-        messenger: Option<Arc<dyn Messenger>>,
+        attendance: Attendance,
     ) -> Result<Agent, String> {
         self.ensure_session(settings, session_id, source)?;
         let options = AgentOptions {
             surface,
             cwd: self.cwd.clone(),
-            approver,
+            approver: attendance.approver,
             resume: Some(session_id.to_owned()),
             editor: None,
-            messenger,
+            messenger: attendance.messenger,
+            clarifier: attendance.clarifier,
         };
         let agent = Agent::build(settings, &self.home, options)
             .await
@@ -166,8 +167,14 @@ impl AgentRunner {
                 &settings,
                 &turn.session_id,
                 &source,
-                turn.approver.clone(),
-                messenger,
+                Attendance {
+                    approver: turn.approver.clone(),
+                    messenger,
+                    clarifier: turn
+                        .clarifier
+                        .clone()
+                        .map(|chat| Arc::new(InTheChat(chat)) as Arc<dyn Clarifier>),
+                },
             )
             .await
         {
@@ -238,9 +245,13 @@ impl AgentRunner {
                 &settings,
                 &session_id,
                 source,
-                Arc::new(DenyAll),
-                // What the run reads never picks a chat to write to.
-                None,
+                Attendance {
+                    approver: Arc::new(DenyAll),
+                    // What the run reads never picks a chat to write to.
+                    messenger: None,
+                    // Nobody attends: no questions.
+                    clarifier: None,
+                },
             )
             .await
         {
@@ -300,6 +311,36 @@ impl AgentRunner {
             | Effect::Reasoning(_) => CommandEffect::None,
         };
         CommandReply { text, effect }
+    }
+}
+
+/// Who is there for a run: the approver, the chats it may write to, the user
+/// who answers `clarify` (none in runs nobody attends).
+struct Attendance {
+    approver: Arc<dyn Approver>,
+    messenger: Option<Arc<dyn Messenger>>,
+    clarifier: Option<Arc<dyn Clarifier>>,
+}
+
+/// The chat's question-and-answer as the agent's [`Clarifier`].
+struct InTheChat(Arc<ChatClarifier>);
+
+#[async_trait]
+impl Clarifier for InTheChat {
+    async fn ask(
+        &self,
+        question: &str,
+        choices: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<ClarifyAnswer, ClarifyError> {
+        match self.0.ask(question, choices, cancel).await {
+            Ok(ChatAnswer::Answered(text)) => Ok(ClarifyAnswer::Answered(text)),
+            Ok(ChatAnswer::TimedOut(after)) => {
+                Ok(ClarifyAnswer::NoAnswer(NoAnswer::TimedOut(after)))
+            }
+            Ok(ChatAnswer::Cancelled) => Ok(ClarifyAnswer::NoAnswer(NoAnswer::Cancelled)),
+            Err(message) => Err(ClarifyError(message)),
+        }
     }
 }
 
@@ -488,6 +529,7 @@ mod tests {
                 cancel: CancellationToken::new(),
                 steer: SteerNotes::default(),
                 approver: Arc::new(DenyAll),
+                clarifier: None,
                 platform: fallback_capabilities("irc"),
                 chat: ChatAddress::parse("irc:ann").unwrap(),
             })

@@ -146,12 +146,19 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
     let webhook_listener = bind_webhook(&gateway).await?;
 
     let approval_timeout = Duration::from_secs(config.approvals.timeout_secs);
+    let clarify_timeout = Duration::from_secs(config.clarify.timeout_secs);
     let shared = Shared::for_home(&home, &gateway);
     let messenger = Arc::new(GatewayMessenger::new(&gateway));
     let runner =
         Arc::new(AgentRunner::new(home.clone(), overrides, cwd).with_messenger(messenger.clone()));
     for (platform, connector) in connectors {
-        let settings = AccountSettings::new(&profile, &platform, &gateway, approval_timeout);
+        let settings = AccountSettings::new(
+            &profile,
+            &platform,
+            &gateway,
+            approval_timeout,
+            clarify_timeout,
+        );
         let outbox = spawn_account(connector, runner.clone(), settings, shared.clone());
         crate::log(format_args!("{platform}: started"));
         messenger.add(platform, outbox);

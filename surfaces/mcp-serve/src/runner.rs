@@ -260,6 +260,7 @@ async fn run_agent(
         resume,
         editor: None,
         messenger: None,
+        clarifier: None,
     };
     let mut agent = Agent::build(&settings, &home, options)
         .await

@@ -6,7 +6,7 @@
 //! `todo`, `memory`, the skill tools, `session_search`, `execute_code` (calls
 //! back into the dispatcher), `delegate_task` (builds child agents),
 //! `send_message` (the gateway's connections), `cronjob` (the profile's jobs,
-//! changed only through the approval layer), later `clarify`.
+//! changed only through the approval layer), `clarify` (the surface's user).
 //! Everything that touches the world (files, processes, the network) is a
 //! plugin, granted its capabilities by the user: `fs`, `terminal`, web tools.
 //!
@@ -15,6 +15,7 @@
 //! (`execute_code` runs scripts through the session's approval-gated
 //! executor; its tool calls go back through the hooked dispatcher).
 
+mod clarify;
 mod cronjob;
 mod delegate;
 mod execute_code;
@@ -37,6 +38,7 @@ use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use crate::auxiliary::Auxiliary;
 use crate::knowledge::Knowledge;
 
+pub use clarify::{CLARIFY, ClarifyTool, MAX_CHOICES};
 pub use cronjob::{CronJobSetup, CronJobTool};
 pub use delegate::{ChildKit, DelegateTool, MAX_CHILDREN, MAX_DEPTH};
 pub use execute_code::{
@@ -85,12 +87,15 @@ pub(crate) struct NativeToolInputs<'a> {
     pub messenger: Option<Arc<dyn crate::Messenger>>,
     /// The profile's scheduled jobs (`cronjob`), when their time zone reads.
     pub cron: Option<CronJobSetup>,
+    /// Who answers `clarify`, when someone can.
+    pub clarifier: Option<Arc<dyn crate::Clarifier>>,
 }
 
 /// One session's native tools, and the handles finished once the session's
 /// dispatcher and hooks exist.
 pub(crate) struct NativeToolSet {
-    /// The tool sources: the plain native tools, then `delegate_task`.
+    /// The tool sources: the plain native tools, `delegate_task`, then
+    /// `clarify` when someone can answer.
     pub sources: Vec<Arc<dyn ToolSource>>,
     /// `execute_code`'s way back into the dispatcher.
     pub code_tools: ToolsHandle,
@@ -111,6 +116,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         someone_can_approve,
         messenger,
         cron,
+        clarifier,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -140,11 +146,15 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     // delegate_task is a source of its own: it drops itself from the sources
     // its children get.
     let delegate = DelegateTool::new();
+    let mut sources: Vec<Arc<dyn ToolSource>> = vec![
+        Arc::new(NativeTools::new(tools)),
+        Arc::new(delegate.clone()),
+    ];
+    if let Some(clarifier) = clarifier {
+        sources.push(Arc::new(ClarifyTool::new(clarifier)));
+    }
     NativeToolSet {
-        sources: vec![
-            Arc::new(NativeTools::new(tools)),
-            Arc::new(delegate.clone()),
-        ],
+        sources,
         code_tools,
         delegate,
     }

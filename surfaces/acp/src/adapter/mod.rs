@@ -2,9 +2,11 @@
 //! Cargo.toml: its API is rebuilt between majors). Only this module names its
 //! types: it turns requests into [`crate::worker`] jobs and the surface's
 //! [`Update`]s into `session/update` notifications; `client` makes the
-//! requests a session's tools send to the editor (files, terminals).
+//! requests a session's tools send to the editor (files, terminals);
+//! `question` puts `clarify` questions to the user.
 
 mod client;
+mod question;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,15 +18,15 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     self as acp, AgentCapabilities, AuthenticateRequest, AuthenticateResponse, AvailableCommand,
     AvailableCommandInput, AvailableCommandsUpdate, CancelNotification, ContentBlock, ContentChunk,
-    Cost, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionInfo,
-    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, UnstructuredCommandInput, UsageUpdate,
+    Cost, ElicitationCapabilities, EmbeddedResourceResource, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput, UsageUpdate,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt, StreamExt};
@@ -178,6 +180,10 @@ async fn connection(
                     *offers = EditorOffers {
                         files: offered.fs.read_text_file && offered.fs.write_text_file,
                         terminal: offered.terminal,
+                        questions: offered
+                            .elicitation
+                            .as_ref()
+                            .is_some_and(ElicitationCapabilities::supports_form),
                     };
                 }
                 responder.respond(initialize_response())
@@ -450,6 +456,7 @@ async fn open(
 ) -> Result<String, Error> {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let editor_id = spec.editor_id.clone();
+    let forms = spec.offers.questions;
     let started = worker::start(spec, out_tx).await.map_err(internal)?;
     let id = editor_id.unwrap_or_else(|| started.session_id.clone());
     for notice in &started.notices {
@@ -465,7 +472,7 @@ async fn open(
     if let Ok(mut ended) = state.ended.lock() {
         ended.push(started.ended);
     }
-    cx.spawn(forward(cx.clone(), id.clone(), out_rx))?;
+    cx.spawn(forward(cx.clone(), id.clone(), forms, out_rx))?;
     Ok(id)
 }
 
@@ -474,6 +481,7 @@ async fn open(
 async fn forward(
     cx: ConnectionTo<Client>,
     id: String,
+    forms: bool,
     mut out: mpsc::UnboundedReceiver<Outbound>,
 ) -> Result<(), Error> {
     // Editor work still finishing (a cancelled command being killed and
@@ -506,6 +514,9 @@ async fn forward(
                     let _ = reply.send(answer);
                     Ok(())
                 });
+            }
+            Outbound::Question(ask, reply) => {
+                let _ = cx.spawn(question::serve(cx.clone(), id.clone(), ask, forms, reply));
             }
             Outbound::Editor(call) => {
                 let (done, finished) = oneshot::channel();

@@ -16,6 +16,7 @@ use talaria_tui::SkinCatalog;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::args::RunArgs;
+use crate::clarifier::{QuestionSlot, cancel_question};
 use crate::exit::{Status, explain};
 pub use input::{ArgSnapshot, CompletionSource, Input, LineReader};
 use view::View;
@@ -25,8 +26,9 @@ type TurnSlot = Arc<Mutex<Option<CancellationToken>>>;
 
 /// Ctrl-C while a turn runs cancels it (the loop records interrupted results
 /// for its tool calls); a second Ctrl-C before the turn has wound down exits.
-/// At the prompt the line editor reads Ctrl-C itself (raw mode).
-fn watch_ctrl_c() -> TurnSlot {
+/// Ctrl-C at a `clarify` question gives up only the question. At the prompt
+/// the line editor reads Ctrl-C itself (raw mode).
+fn watch_ctrl_c(question: QuestionSlot) -> TurnSlot {
     let slot: TurnSlot = Arc::default();
     // Registered now, not when the task first runs: a Ctrl-C before that
     // would otherwise kill the process.
@@ -36,6 +38,9 @@ fn watch_ctrl_c() -> TurnSlot {
     let watched = slot.clone();
     tokio::spawn(async move {
         while interrupts.recv().await.is_some() {
+            if cancel_question(&question) {
+                continue;
+            }
             let Ok(running) = watched.lock() else {
                 continue;
             };
@@ -101,7 +106,7 @@ impl Repl {
         mut reader: LineReader,
         mut first: Option<rustyline::Result<Input>>,
     ) -> Status {
-        let turn = watch_ctrl_c();
+        let turn = watch_ctrl_c(self.view.question());
         let mut interrupted_once = false;
         loop {
             let read = match first.take() {
@@ -238,6 +243,7 @@ impl Repl {
             resume: resume.clone(),
             editor: None,
             messenger: None,
+            clarifier: Some(self.view.clarifier()),
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

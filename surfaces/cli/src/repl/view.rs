@@ -9,7 +9,8 @@ use talaria_commands::Reply;
 use talaria_kernel::{AgentEvent, EventSink, StreamEvent};
 use talaria_tui::{MarkdownStream, Role, Skin, Spinner, format_tool_line, key_argument};
 
-use crate::approver::TerminalApprover;
+use crate::approver::{BeforeAsking, TerminalApprover};
+use crate::clarifier::{QuestionSlot, TerminalClarifier};
 
 /// Whether stdout gets colours: a terminal, `NO_COLOR` unset, not `TERM=dumb`.
 pub fn colours_wanted() -> bool {
@@ -46,6 +47,8 @@ pub struct View {
     color: bool,
     animate: bool,
     state: Mutex<State>,
+    /// A `clarify` question waiting on the terminal (Ctrl-C gives it up).
+    question: QuestionSlot,
 }
 
 impl View {
@@ -64,6 +67,7 @@ impl View {
                 spinner: None,
                 running: Vec::new(),
             }),
+            question: QuestionSlot::default(),
         })
     }
 
@@ -73,13 +77,29 @@ impl View {
 
     /// The approver for this view: it stops the spinner before asking.
     pub fn approver(self: &Arc<Self>) -> Arc<TerminalApprover> {
+        Arc::new(TerminalApprover::with_pause(self.pause()))
+    }
+
+    /// The `clarify` clarifier for this view: it stops the spinner before
+    /// asking, and shows its question in [`View::question`].
+    pub fn clarifier(self: &Arc<Self>) -> Arc<TerminalClarifier> {
+        Arc::new(TerminalClarifier::new(self.pause(), self.question.clone()))
+    }
+
+    /// The `clarify` question on screen, for the Ctrl-C watcher.
+    pub fn question(&self) -> QuestionSlot {
+        self.question.clone()
+    }
+
+    /// Settles the screen before a question is printed.
+    fn pause(self: &Arc<Self>) -> BeforeAsking {
         let view = Arc::downgrade(self);
-        Arc::new(TerminalApprover::with_pause(Arc::new(move || {
+        Arc::new(move || {
             if let Some(view) = view.upgrade() {
                 let mut state = view.state();
                 view.settle(&mut state);
             }
-        })))
+        })
     }
 
     /// The banner, greeting and a line about the session.

@@ -42,6 +42,7 @@ async fn agent() -> TestAgent {
         resume: None,
         editor: None,
         messenger: None,
+        clarifier: None,
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {

@@ -261,6 +261,23 @@ impl TurnRunner for FakeRunner {
             let decision = turn.approver.ask(&request).await;
             answer = format!("decision: {decision:?}");
         }
+        if turn.text == "question" {
+            let choices = ["staging".to_owned(), "prod".to_owned()];
+            let asked = turn
+                .clarifier
+                .as_ref()
+                .expect("chats can be asked")
+                .ask("Which target?", &choices, &turn.cancel)
+                .await;
+            if turn.cancel.is_cancelled() {
+                self.record(format!("cancelled {} ({asked:?})", turn.text));
+                return TurnResult {
+                    outcome: TurnOutcome::Interrupted,
+                    session_id,
+                };
+            }
+            answer = format!("answer: {asked:?}");
+        }
         self.record(format!("end {session_id} {}", turn.text));
         TurnResult {
             outcome: TurnOutcome::Answer(answer),

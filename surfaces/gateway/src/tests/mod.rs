@@ -2,6 +2,7 @@
 
 mod approvals;
 mod busy;
+mod clarify;
 mod delivery;
 mod fakes;
 mod messages;
@@ -61,6 +62,7 @@ impl Harness {
             sessions_dir: dir.path().join("sessions"),
             turns: Arc::default(),
             approvals: Arc::default(),
+            clarifications: Arc::default(),
             pairing: PairingStore::new(dir.path().join("pairing")),
             clock: Clock::starting_at(T0),
             running: Arc::new(tokio::sync::Semaphore::new(2)),
@@ -71,6 +73,7 @@ impl Harness {
             allow_all: false,
             config,
             approval_timeout: Duration::from_secs(60),
+            clarify_timeout: Duration::from_secs(300),
         };
         let runner = Arc::new(FakeRunner::default());
         let outbox = spawn_account(
