@@ -211,6 +211,17 @@ fn send(request: &Request, url: &Url<'_>) -> Result<Response, HostError> {
             .append(name, value.as_bytes())
             .map_err(|e| HostError::Failed(format!("header {name}: {e:?}")))?;
     }
+    // A known body goes with its length rather than chunked: some servers
+    // (and form endpoints) refuse chunked requests.
+    let has_length = request
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-length"));
+    if let (Some(body), false) = (&request.body, has_length) {
+        headers
+            .append("content-length", body.len().to_string().as_bytes())
+            .map_err(|e| HostError::Failed(format!("header content-length: {e:?}")))?;
+    }
     let outgoing = OutgoingRequest::new(headers);
     let method = match request.method.to_ascii_uppercase().as_str() {
         "GET" => Method::Get,
