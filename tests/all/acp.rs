@@ -148,7 +148,7 @@ fn the_sdk_client_prompts_runs_a_command_and_loads_the_session_back() {
     assert!(answer.starts_with("Hello from Talaria."), "{answer}");
     assert!(
         answer.len() > "Hello from Talaria.".len(),
-        "/usage answered in the chat: {answer}"
+        "/usage answered in the chat: {answer}\n{first:#}"
     );
     assert_eq!(
         text_of(&first, "agent_thought_chunk"),

@@ -351,7 +351,7 @@ fn mistakes_of_the_model_reach_it_as_tool_results() {
         results[0].content.contains(
             "Unknown tool 'no_such_tool'. Available tools: cronjob, delegate_task, execute_code, \
              memory, patch, process, read_file, search_files, session_search, skill_manage, \
-             skill_view, skills_list, terminal, todo, write_file."
+             skill_view, skills_list, terminal, todo, web_extract, web_search, write_file."
         ),
         "{}",
         results[0].content
@@ -726,7 +726,8 @@ fn plugins_list_shows_sources_requests_and_grants() {
     let output = run(home.talaria(&["plugins", "info", "nope"]));
     assert_code(&output, 2);
     assert!(
-        stderr(&output).contains("no plugin named 'nope' (installed: fs, irc, telegram, terminal)"),
+        stderr(&output)
+            .contains("no plugin named 'nope' (installed: fs, irc, telegram, terminal, web)"),
         "{}",
         stderr(&output)
     );

@@ -96,12 +96,20 @@ fn converse(dist: &Path) {
 #[test]
 #[ignore = "heavy: release builds of both distributions (./scripts/test --heavy)"]
 fn minimal_and_default_distributions_build_and_run_offline() {
-    for (manifest, name) in [
-        ("distributions/minimal.toml", "minimal"),
-        ("distributions/default.toml", "default"),
+    for (manifest, name, plugins) in [
+        (
+            "distributions/minimal.toml",
+            "minimal",
+            &["fs", "terminal"][..],
+        ),
+        (
+            "distributions/default.toml",
+            "default",
+            &["fs", "terminal", "web"][..],
+        ),
     ] {
         let dist = build(manifest, name);
-        for plugin in ["fs", "terminal"] {
+        for plugin in plugins {
             assert!(
                 dist.join("plugins")
                     .join(plugin)
@@ -109,7 +117,10 @@ fn minimal_and_default_distributions_build_and_run_offline() {
                     .is_file()
             );
         }
-        assert_eq!(compiled_files(&dist.join("plugins/.compiled")), 2);
+        assert_eq!(
+            compiled_files(&dist.join("plugins/.compiled")),
+            plugins.len()
+        );
         let lock = std::fs::read_to_string(dist.join("plugins.lock")).unwrap();
         assert!(lock.contains("name = \"fs\"") && lock.contains("source = \"builtin\""));
         let version = Command::new(dist.join("talaria"))

@@ -178,7 +178,7 @@ fn plugin_info_says_when_no_index_is_configured_and_fails_on_an_unknown_name() {
     assert_code(&output, 2);
     assert_contains(
         &stderr(&output),
-        "no plugin named 'nope' (installed: fs, irc, telegram, terminal), and no plugin index is configured",
+        "no plugin named 'nope' (installed: fs, irc, telegram, terminal, web), and no plugin index is configured",
     );
     assert!(stdout(&output).is_empty(), "{}", stdout(&output));
 }

@@ -193,3 +193,39 @@ fn web_extract_turns_pages_into_markdown_and_refuses_private_addresses() {
     );
     assert_eq!(pages.visits().len(), 1);
 }
+
+#[test]
+fn long_pages_are_summarised_by_the_auxiliary_model_when_asked() {
+    build_plugins();
+    let pages = site(&[("/article", Page::html(fixture("article.html")))]);
+    let home = Home::new();
+    home.write_config("security:\n  allow_private_urls: true\nweb:\n  summarize_over_chars: 200\n");
+    // No auxiliary model is configured: the main model does the side job,
+    // between the tool call and the final answer.
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "web_extract",
+            json!({ "urls": [format!("{}/article", pages.url())] }).to_string(),
+        ),
+        Step::text("SUMMARY: allocators keep freed pages."),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "read it", &[]));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let side = &requests[1];
+    assert!(
+        side.tools_raw().is_empty(),
+        "a side request offers no tools"
+    );
+    assert_contains(&side.system_prompt_raw(), "You condense a web page");
+    let asked: String = side.messages().iter().map(|m| m.text.clone()).collect();
+    assert_contains(&asked, "Every long-running service eventually asks");
+    let result = tool_results(&server, 2).join("\n");
+    assert_contains(&result, "SUMMARY: allocators keep freed pages.");
+    assert_contains(&result, "summarised by the auxiliary model");
+    assert!(!result.contains("Every long-running service"), "{result}");
+}

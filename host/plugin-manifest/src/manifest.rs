@@ -588,6 +588,8 @@ impl Manifest {
             else {
                 continue;
             };
+            // `$config.server:PORT`: the key is before the port.
+            let setting = setting.split_once(':').map_or(setting, |(key, _)| key);
             if !config.contains_key(setting) {
                 return Err(at(
                     find_key_span(text, &key).unwrap_or(0..0),

@@ -34,6 +34,16 @@ pub fn config_address(
     config: &std::collections::BTreeMap<String, String>,
 ) -> Option<String> {
     let key = request.strip_prefix(CONFIG_REQUEST_PREFIX)?;
+    // `$config.server:6697` (or `:*`): the setting names a host, the
+    // request its port.
+    if let Some((key, port)) = key.split_once(':') {
+        let host = config.get(key)?.trim();
+        if host.is_empty() || host.contains(['*', '/', '@']) {
+            return None;
+        }
+        let pattern = format!("{host}:{port}");
+        return NetPattern::parse(&pattern).ok().map(|_| pattern);
+    }
     let value = config.get(key)?.trim();
     let (default_port, rest) = match value.split_once("://") {
         Some((scheme, rest)) => match scheme.to_ascii_lowercase().as_str() {
@@ -205,6 +215,22 @@ mod tests {
             Some("host.lan:80")
         );
         assert_eq!(address("http://[::1]:9/").as_deref(), Some("[::1]:9"));
+        let server = |value: &str, request: &str| {
+            let config =
+                std::collections::BTreeMap::from([("server".to_owned(), value.to_owned())]);
+            config_address(request, &config)
+        };
+        assert_eq!(
+            server("127.0.0.1", "$config.server:*").as_deref(),
+            Some("127.0.0.1:*")
+        );
+        assert_eq!(
+            server("irc.libera.chat", "$config.server:6697").as_deref(),
+            Some("irc.libera.chat:6697")
+        );
+        assert_eq!(server("", "$config.server:*"), None);
+        assert_eq!(server("*.evil", "$config.server:*"), None);
+        assert_eq!(server("a.b", "$config.server:x"), None);
         assert_eq!(address("https://[::1]").as_deref(), Some("[::1]:443"));
         assert_eq!(
             address("irc.example.org:6697").as_deref(),

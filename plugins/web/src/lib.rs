@@ -21,6 +21,7 @@ pub mod page;
 pub mod remote;
 pub mod search;
 pub mod settings;
+pub mod summary;
 #[cfg(test)]
 mod tests;
 
@@ -122,13 +123,21 @@ impl Tool for WebExtract {
 
     fn call(&self, args: WebExtractArgs, _ctx: &CallContext) -> Result<Value, ToolError> {
         let settings = Settings::load(config::get)?;
-        web_extract(&HostHttp, &settings, &args.urls, args.char_limit).map(Value::String)
+        web_extract(
+            &HostHttp,
+            &summary::HostModel,
+            &settings,
+            &args.urls,
+            args.char_limit,
+        )
+        .map(Value::String)
     }
 }
 
 /// `web_extract` over `transport`.
 pub fn web_extract(
     transport: &dyn Transport,
+    model: &dyn summary::Summarizer,
     settings: &Settings,
     urls: &[String],
     char_limit: Option<u64>,
@@ -167,7 +176,7 @@ pub fn web_extract(
     }
     let mut remote =
         remote::extract(transport, settings.extract_backend, settings, &remote_urls).into_iter();
-    let items: Vec<Extracted> = items
+    let mut items: Vec<Extracted> = items
         .into_iter()
         .zip(urls)
         .map(|(item, raw)| {
@@ -177,6 +186,9 @@ pub fn web_extract(
             })
         })
         .collect();
+    if let Some(over_chars) = settings.summarize_over_chars {
+        summary::summarize_long_pages(&mut items, over_chars, model);
+    }
     Ok(extract::render(&items, char_limit))
 }
 

@@ -90,6 +90,9 @@ pub struct Settings {
     pub tavily_url: String,
     pub firecrawl_url: String,
     pub exa_url: String,
+    /// Pages longer than this many characters are summarised by the
+    /// auxiliary model; `None` (unset or 0): never.
+    pub summarize_over_chars: Option<usize>,
 }
 
 impl Default for Settings {
@@ -103,6 +106,7 @@ impl Default for Settings {
             tavily_url: DEFAULT_TAVILY_URL.into(),
             firecrawl_url: DEFAULT_FIRECRAWL_URL.into(),
             exa_url: DEFAULT_EXA_URL.into(),
+            summarize_over_chars: None,
         }
     }
 }
@@ -168,6 +172,14 @@ impl Settings {
             if let Some(v) = read(key)? {
                 *slot = base_url(key, &v)?;
             }
+        }
+        if let Some(v) = read("summarize_over_chars")? {
+            let chars: usize = v.trim().parse().map_err(|_| {
+                ToolError::failed(format!(
+                    "config web.summarize_over_chars is {v:?}, not a number of characters"
+                ))
+            })?;
+            settings.summarize_over_chars = (chars > 0).then_some(chars);
         }
         Ok(settings)
     }

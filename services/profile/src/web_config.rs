@@ -93,6 +93,10 @@ pub struct WebConfig {
     /// private address, since the user named it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub searxng_url: Option<String>,
+    /// Pages `web_extract` reads that are longer than this many characters
+    /// are summarised by the auxiliary model (unset or 0: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarize_over_chars: Option<u32>,
     /// Other endpoints, for proxies and self-hosted gateways (the vendors'
     /// own by default): `duckduckgo_url`, `brave_url`, `tavily_url`,
     /// `firecrawl_url`, `exa_url`.
@@ -145,6 +149,9 @@ impl WebConfig {
         if let Some(url) = &self.searxng_url {
             config.insert("searxng_url".into(), url.clone());
         }
+        if let Some(chars) = self.summarize_over_chars {
+            config.insert("summarize_over_chars".into(), chars.to_string());
+        }
         config
     }
 
@@ -157,7 +164,7 @@ impl WebConfig {
                     key.clone(),
                     format!(
                         "web.{key} is not a web setting: use backend, extract_backend, \
-                         searxng_url, {}",
+                         searxng_url, summarize_over_chars, {}",
                         ENDPOINT_KEYS.join(", ")
                     ),
                 ));
@@ -241,6 +248,11 @@ mod tests {
         assert_eq!(config["backend"], "brave");
         assert_eq!(config["brave_url"], "http://127.0.0.1:9");
         assert!(!config.contains_key("extract_backend"));
+        let summaries = parse("web:\n  summarize_over_chars: 20000\n").unwrap().web;
+        assert_eq!(
+            summaries.plugin_config(none)["summarize_over_chars"],
+            "20000"
+        );
     }
 
     #[test]

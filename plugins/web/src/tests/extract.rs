@@ -12,13 +12,21 @@ use crate::net::Fetched;
 use crate::page;
 use crate::remote;
 use crate::settings::{ExtractBackend, Settings};
+use crate::summary::HostModel;
 use crate::{WebExtract, WebSearch, web_extract};
 
 const ARTICLE_URL: &str = "https://news.example.com/2024/03/heap.html";
 
 fn run(transport: &Scripted, urls: &[&str], char_limit: Option<u64>) -> String {
     let urls: Vec<String> = urls.iter().map(|u| (*u).to_owned()).collect();
-    web_extract(transport, &Settings::default(), &urls, char_limit).unwrap()
+    web_extract(
+        transport,
+        &HostModel,
+        &Settings::default(),
+        &urls,
+        char_limit,
+    )
+    .unwrap()
 }
 
 fn markdown(file: &str, url: &str) -> page::Converted {
@@ -478,15 +486,15 @@ fn arguments_are_checked() {
     let settings = Settings::default();
     let six: Vec<String> = (0..6).map(|i| format!("https://x.test/{i}")).collect();
     assert!(matches!(
-        web_extract(&transport, &settings, &six, None),
+        web_extract(&transport, &HostModel, &settings, &six, None),
         Err(ToolError::InvalidArguments(_))
     ));
     assert!(matches!(
-        web_extract(&transport, &settings, &[], None),
+        web_extract(&transport, &HostModel, &settings, &[], None),
         Err(ToolError::InvalidArguments(_))
     ));
     assert!(matches!(
-        web_extract(&transport, &settings, &six[..1], Some(0)),
+        web_extract(&transport, &HostModel, &settings, &six[..1], Some(0)),
         Err(ToolError::InvalidArguments(_))
     ));
     assert!(transport.urls().is_empty());
@@ -532,7 +540,7 @@ fn firecrawl_scrapes_each_url() {
         },
     );
     let urls = vec!["https://h.test/".to_owned(), "ftp://no.test/".to_owned()];
-    let text = web_extract(&transport, &settings, &urls, None).unwrap();
+    let text = web_extract(&transport, &HostModel, &settings, &urls, None).unwrap();
     let call = transport.only_call();
     assert_eq!(
         call.header_value("authorization"),
