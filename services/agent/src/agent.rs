@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use talaria_images::ImageStore;
 use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
-    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, LoopError,
-    LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section, SessionStore,
-    Summarizer, SystemClock, ToolDispatcher,
+    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, ImageRef,
+    LoopError, LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section,
+    SessionStore, Summarizer, SystemClock, ToolDispatcher,
 };
 
 use crate::key_health::RememberedKey;
@@ -214,7 +215,8 @@ impl Agent {
         let plugins = load_plugins(home, cwd, surface.name(), exec.clone(), sessions, editor).await;
         notices.extend(plugins.notices);
         let auxiliary = auxiliary_model(settings)?;
-        let summarizer = summarizer(auxiliary.as_ref(), &routes)?;
+        let side_model = side_model(auxiliary.as_ref(), &routes)?;
+        let summarizer: Arc<dyn Summarizer> = side_model.clone();
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
 
@@ -234,6 +236,7 @@ impl Agent {
             someone_can_approve,
             messenger,
             cron,
+            vision: (side_model, image_store(home), surface != Surface::Webhook),
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -314,8 +317,20 @@ impl Agent {
         events: &dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<Exit, LoopError> {
+        self.run_with_images(input, Vec::new(), events, cancel)
+            .await
+    }
+
+    /// Runs one user turn with images attached (prepared with [`image_store`]).
+    pub async fn run_with_images(
+        &mut self,
+        input: &str,
+        images: Vec<ImageRef>,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
         self.agent_loop
-            .run_turn(&mut self.conversation, input, events, cancel)
+            .run_turn_with_images(&mut self.conversation, input, images, events, cancel)
             .await
     }
 
@@ -415,6 +430,11 @@ pub struct AgentOptions {
     /// Where `send_message` delivers (the gateway's chats); without one the
     /// tool is not offered.
     pub messenger: Option<Arc<dyn crate::Messenger>>,
+}
+
+/// The profile's image store: where every surface prepares the images a user attaches.
+pub fn image_store(home: &ProfileHome) -> ImageStore {
+    ImageStore::new(home.images_dir())
 }
 
 /// The primary model, then the fallbacks, in order.
@@ -523,12 +543,12 @@ fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildE
         .transpose()
 }
 
-/// Who writes compression summaries: the auxiliary model, else the primary
+/// Who writes compression summaries and analyses images: the auxiliary model, else the primary
 /// route's provider (no second client for the same endpoint).
-fn summarizer(
+fn side_model(
     auxiliary: Option<&Arc<Auxiliary>>,
     routes: &[ModelRoute],
-) -> Result<Arc<dyn Summarizer>, BuildError> {
+) -> Result<Arc<Auxiliary>, BuildError> {
     if let Some(auxiliary) = auxiliary {
         return Ok(auxiliary.clone());
     }

@@ -23,6 +23,7 @@ mod send_message;
 mod session_search;
 mod skills;
 mod todo;
+mod vision;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub use send_message::SendMessageTool;
 pub use session_search::SessionSearchTool;
 pub use skills::{ScanFn, skill_tools, threat_scan};
 pub use todo::TodoTool;
+pub use vision::VisionTool;
 
 /// A tool implemented in the host.
 #[async_trait]
@@ -85,6 +87,9 @@ pub(crate) struct NativeToolInputs<'a> {
     pub messenger: Option<Arc<dyn crate::Messenger>>,
     /// The profile's scheduled jobs (`cronjob`), when their time zone reads.
     pub cron: Option<CronJobSetup>,
+    /// The model `vision_analyze` asks (the auxiliary one, else the main one), the image store,
+    /// and whether it may read local files (not for a webhook's outside payload).
+    pub vision: (Arc<Auxiliary>, talaria_images::ImageStore, bool),
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -111,6 +116,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         someone_can_approve,
         messenger,
         cron,
+        vision,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -128,6 +134,14 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     {
         tools.push(Arc::new(CronJobTool::new(cron, exec.executor.clone())));
     }
+    let (vision_model, image_store, local_files) = vision;
+    tools.push(Arc::new(VisionTool::new(
+        vision_model,
+        image_store,
+        cwd,
+        exec.executor.clone(),
+        local_files,
+    )));
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {
         tools.push(Arc::new(ExecuteCodeTool::new(
