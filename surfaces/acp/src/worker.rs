@@ -432,9 +432,11 @@ impl Worker {
                 self.restart(Some(current)).await
             }
             // Terminal-only effects (not offered on this surface).
-            Effect::None | Effect::Quit | Effect::Skin(_) | Effect::Reasoning(_) => {
-                Ok(Stop::EndTurn)
-            }
+            Effect::None
+            | Effect::Quit
+            | Effect::Skin(_)
+            | Effect::Reasoning(_)
+            | Effect::Attach(_) => Ok(Stop::EndTurn),
         }
     }
 

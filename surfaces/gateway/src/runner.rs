@@ -314,7 +314,8 @@ impl AgentRunner {
             | Effect::Quit
             | Effect::Reload
             | Effect::Skin(_)
-            | Effect::Reasoning(_) => CommandEffect::None,
+            | Effect::Reasoning(_)
+            | Effect::Attach(_) => CommandEffect::None,
         };
         CommandReply { text, effect }
     }

@@ -199,6 +199,7 @@ impl Repl {
                 self.rebuild(Some(id)).await;
             }
             Effect::Skin(name) => self.skin(name.as_deref()),
+            Effect::Attach(path) => self.attach_file(&path),
             Effect::Reasoning(show) => {
                 let show = show.unwrap_or(!self.view.shows_reasoning());
                 self.view.set_reasoning(show);
