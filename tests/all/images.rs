@@ -160,7 +160,7 @@ fn a_continued_session_sends_the_image_again_without_storing_its_bytes() {
         media_type: "image/png".into(),
         data: base64_of(&png),
     };
-    assert_eq!(user_images(&server, 0), [expected.clone()]);
+    assert_eq!(user_images(&server, 0), std::slice::from_ref(&expected));
     assert_eq!(
         user_images(&server, 1),
         [expected],

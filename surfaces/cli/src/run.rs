@@ -92,11 +92,6 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         Err(error) => return usage_error(&format!("cannot read the working directory: {error}")),
     };
     settings.yolo = args.yolo;
-    // Prepared before anything else: a file that cannot be sent is a usage error, at once.
-    let images = match attach_images(&args.images, &home) {
-        Ok(images) => images,
-        Err(status) => return status,
-    };
     let resume = match session_to_resume(&args, &home, &cwd) {
         Ok(resume) => resume,
         Err(status) => return status,
@@ -126,8 +121,13 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         messenger: None,
     };
     if let Some((view, skins)) = screen {
-        return chat(view, skins, settings, home, cwd, args, options, images).await;
+        return chat(view, skins, settings, home, cwd, args, options).await;
     }
+    // Prepared before the agent is built: a file that cannot be sent is a usage error, at once.
+    let images = match attach_images(&args.images, &home) {
+        Ok(images) => images,
+        Err(status) => return status,
+    };
     let mut agent = match Agent::build(&settings, &home, options).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
@@ -172,8 +172,11 @@ async fn chat(
     cwd: std::path::PathBuf,
     args: RunArgs,
     options: AgentOptions,
-    images: Vec<ImageRef>,
 ) -> Status {
+    let images = match attach_images(&args.images, &home) {
+        Ok(images) => images,
+        Err(status) => return status,
+    };
     let resume = options.resume.clone();
     let completion = Arc::new(std::sync::Mutex::new(CompletionSource {
         registry: Arc::new(Registry::new(BUILTINS, Surfaces::CLI)),
