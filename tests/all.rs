@@ -28,6 +28,8 @@ mod gateway_irc;
 mod gateway_load;
 #[path = "all/gateway_telegram.rs"]
 mod gateway_telegram;
+#[path = "all/images.rs"]
+mod images;
 #[path = "all/knowledge.rs"]
 mod knowledge;
 #[path = "all/languages.rs"]

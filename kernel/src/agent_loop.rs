@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::{Budget, Exhaustion};
 use crate::compress;
 use crate::events::{AgentEvent, EventSink};
-use crate::message::{Message, ToolCall, ToolResult, Usage};
+use crate::message::{ImageRef, Message, ToolCall, ToolResult, Usage};
 use crate::model::{
     CacheBreakpoints, FinishReason, ModelError, ModelProvider, ModelRequest, ModelResponse,
     StreamEvent, StreamSink, ToolChoice,
@@ -125,6 +125,20 @@ impl AgentLoop {
         events: &dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<Exit, LoopError> {
+        self.run_turn_with_images(conversation, input, Vec::new(), events, cancel)
+            .await
+    }
+
+    /// [`AgentLoop::run_turn`] with images attached to the user's message (already prepared
+    /// and stored by the surface: the kernel only carries their references).
+    pub async fn run_turn_with_images(
+        &mut self,
+        conversation: &mut Conversation,
+        input: impl Into<String>,
+        images: Vec<ImageRef>,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
         let started = self.ports.clock.now();
         self.state.begin_run();
         if !self.state.session_started {
@@ -139,7 +153,12 @@ impl AgentLoop {
             // cached prefix of later requests does not change.
             input = format!("{input}\n\n{context}");
         }
-        self.push(conversation, Message::user(input), events).await;
+        self.push(
+            conversation,
+            Message::user_with_images(input, images),
+            events,
+        )
+        .await;
         // What the user sees never includes echoed memory-context blocks.
         let outcome =
             self.drive(conversation, started, events, cancel)

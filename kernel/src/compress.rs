@@ -28,8 +28,12 @@ fn message_tokens(message: &Message) -> usize {
         .map(|c| tokens_of(&c.name) + tokens_of(&c.arguments))
         .sum();
     // A few tokens of per-message framing.
-    4 + tokens_of(&message.content) + calls
+    4 + tokens_of(&message.content) + calls + message.images.len() * IMAGE_TOKENS
 }
+
+/// What one attached image costs in the estimate: providers scale a large image down to about
+/// this many tokens (Anthropic ~1600, OpenAI's high detail is of the same order).
+const IMAGE_TOKENS: usize = 1600;
 
 /// The estimated prompt size of a request.
 pub fn estimate_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> usize {

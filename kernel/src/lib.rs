@@ -27,7 +27,7 @@ pub use agent_loop::{
 };
 pub use budget::{Budget, Exhaustion, IterationBudget, Pricing};
 pub use events::{AgentEvent, EventSink, NoEvents};
-pub use message::{Message, ProviderState, Role, ToolCall, ToolResult, ToolSpec, Usage};
+pub use message::{ImageRef, Message, ProviderState, Role, ToolCall, ToolResult, ToolSpec, Usage};
 pub use model::{
     CacheBreakpoints, FinishReason, ModelError, ModelProvider, ModelRequest, ModelResponse,
     NullSink, StreamEvent, StreamSink, ToolChoice,

@@ -67,6 +67,30 @@ pub struct Message {
     /// verbatim on later requests (opaque to everything else).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_state: Option<ProviderState>,
+    /// Images attached to a user message, by reference: the bytes stay in the profile's image
+    /// store (or at a URL) so a stored session, and every request's prefix, stays small and
+    /// byte-stable. Absent from older sessions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+}
+
+/// An image a message carries: where its bytes are, never the bytes themselves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImageRef {
+    /// A prepared file (type checked, within size limits), usually in the profile's
+    /// content-addressed image store; providers read and inline it on each request.
+    File {
+        /// Absolute path of the file.
+        path: std::path::PathBuf,
+        /// Its MIME type (`image/png`, `image/jpeg`, `image/gif` or `image/webp`).
+        media_type: String,
+    },
+    /// An http(s) URL the provider fetches itself.
+    Url {
+        /// The URL.
+        url: String,
+    },
 }
 
 /// Provider state carried on a message between turns without the provider storing anything,
@@ -94,6 +118,14 @@ impl Message {
             role: Role::User,
             content: text.into(),
             ..Self::default()
+        }
+    }
+
+    /// A user message with images attached.
+    pub fn user_with_images(text: impl Into<String>, images: Vec<ImageRef>) -> Self {
+        Self {
+            images,
+            ..Self::user(text)
         }
     }
 

@@ -253,6 +253,13 @@ pub enum ModelError {
         /// Which cap, and the setting that raises it.
         message: String,
     },
+    /// An image the conversation refers to cannot be sent (its file is gone or unreadable):
+    /// never retried, and no other route would do better.
+    #[error("an attached image cannot be sent: {message}")]
+    Attachment {
+        /// Which image, and why.
+        message: String,
+    },
     /// The call was interrupted by the user.
     #[error("interrupted")]
     Cancelled,
@@ -293,6 +300,7 @@ impl ModelError {
             ModelError::ContextOverflow { .. }
                 | ModelError::OutputBudgetTooLarge { .. }
                 | ModelError::TooLarge { .. }
+                | ModelError::Attachment { .. }
                 | ModelError::Cancelled
         )
     }
@@ -315,6 +323,7 @@ impl ModelError {
             ModelError::StreamInterrupted { .. } => "stream_interrupted",
             ModelError::Malformed { .. } => "malformed_response",
             ModelError::TooLarge { .. } => "too_large",
+            ModelError::Attachment { .. } => "attachment",
             ModelError::Cancelled => "cancelled",
         }
     }

@@ -123,8 +123,8 @@ fn the_sdk_client_prompts_runs_a_command_and_loads_the_session_back() {
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
     assert_eq!(
-        init["agentCapabilities"]["promptCapabilities"]["image"], false,
-        "no image input yet"
+        init["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "image blocks are attached to the prompt"
     );
     assert!(init["agentCapabilities"]["sessionCapabilities"]["list"].is_object());
     assert_eq!(first["response"]["stopReason"], "end_turn");

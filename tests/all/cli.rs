@@ -351,7 +351,8 @@ fn mistakes_of_the_model_reach_it_as_tool_results() {
         results[0].content.contains(
             "Unknown tool 'no_such_tool'. Available tools: cronjob, delegate_task, execute_code, \
              memory, patch, process, read_file, search_files, session_search, skill_manage, \
-             skill_view, skills_list, terminal, todo, web_extract, web_search, write_file."
+             skill_view, skills_list, terminal, todo, vision_analyze, web_extract, web_search, \
+             write_file."
         ),
         "{}",
         results[0].content

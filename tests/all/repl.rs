@@ -515,3 +515,46 @@ fn clarify_asks_at_the_prompt_a_number_picks_and_ctrl_c_skips_the_question() {
         "{skipped}"
     );
 }
+
+#[test]
+fn images_attach_by_command_or_by_a_dropped_path_to_the_next_message() {
+    let home = Home::new();
+    let work = home.workdir();
+    let png = |shade: u8| {
+        let image = image::RgbImage::from_pixel(4, 4, image::Rgb([shade, 0, 0]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    };
+    std::fs::write(work.path().join("one.png"), png(10)).unwrap();
+    let dropped = work.path().join("two shot.png");
+    std::fs::write(&dropped, png(200)).unwrap();
+    let server = ScriptedServer::spawn(Script::new([Step::text("Two red squares.")])).unwrap();
+    let mut session = repl(&home, work.path(), &server, &[]);
+    prompt(&mut session);
+    session.send_line("/image one.png").unwrap();
+    session
+        .exp_string("1 image(s) go with your next message")
+        .expect("attached by /image");
+    // What a terminal pastes when a file is dropped on it: the path, quoted.
+    session
+        .send_line(&format!("'{}'", dropped.display()))
+        .unwrap();
+    session
+        .exp_string("2 image(s) go with your next message")
+        .expect("attached by dropping");
+    assert!(server.requests().is_empty(), "nothing sent yet");
+    session.send_line("what are these?").unwrap();
+    session.exp_string("Two red squares.").expect("the answer");
+    prompt(&mut session);
+    quit(session);
+    let requests = server.requests();
+    let user: Vec<_> = requests[0]
+        .messages()
+        .into_iter()
+        .filter(|m| m.role == Role::User)
+        .collect();
+    assert_eq!(user.len(), 1);
+    assert_eq!(user[0].text, "what are these?");
+    assert_eq!(user[0].images.len(), 2, "{:?}", user[0].images);
+}

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use talaria_images::ImageStore;
 use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
-    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, LoopError,
-    LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section, SessionStore,
-    Summarizer, SystemClock, ToolDispatcher,
+    AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, ImageRef,
+    LoopError, LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section,
+    SessionStore, Summarizer, SystemClock, ToolDispatcher,
 };
 
 use crate::key_health::RememberedKey;
@@ -229,7 +230,7 @@ impl Agent {
         )
         .await;
         notices.extend(plugins.notices);
-        let summarizer: Arc<dyn Summarizer> = side_model;
+        let summarizer: Arc<dyn Summarizer> = side_model.clone();
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
 
@@ -250,6 +251,7 @@ impl Agent {
             messenger,
             cron,
             clarifier,
+            vision: (side_model, image_store(home), surface != Surface::Webhook),
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -330,8 +332,20 @@ impl Agent {
         events: &dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<Exit, LoopError> {
+        self.run_with_images(input, Vec::new(), events, cancel)
+            .await
+    }
+
+    /// Runs one user turn with images attached (prepared with [`image_store`]).
+    pub async fn run_with_images(
+        &mut self,
+        input: &str,
+        images: Vec<ImageRef>,
+        events: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Exit, LoopError> {
         self.agent_loop
-            .run_turn(&mut self.conversation, input, events, cancel)
+            .run_turn_with_images(&mut self.conversation, input, images, events, cancel)
             .await
     }
 
@@ -434,6 +448,11 @@ pub struct AgentOptions {
     /// Who answers `clarify` (the REPL, the editor, the chat); without one
     /// the tool is not offered: nobody could answer.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
+}
+
+/// The profile's image store: where every surface prepares the images a user attaches.
+pub fn image_store(home: &ProfileHome) -> ImageStore {
+    ImageStore::new(home.images_dir())
 }
 
 /// The primary model, then the fallbacks, in order.
@@ -542,9 +561,9 @@ fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildE
         .transpose()
 }
 
-/// Who does side jobs (compression summaries, plugins' `auxiliary`
-/// requests): the auxiliary model, else the primary route's provider (no
-/// second client for the same endpoint).
+/// Who does side jobs (compression summaries, image analysis, plugins'
+/// `auxiliary` requests): the auxiliary model, else the primary route's
+/// provider (no second client for the same endpoint).
 fn side_model(
     auxiliary: Option<&Arc<Auxiliary>>,
     routes: &[ModelRoute],

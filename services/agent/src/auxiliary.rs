@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use talaria_kernel::model::ModelRequest;
 use talaria_kernel::{
-    CacheBreakpoints, CancellationToken, Message, ModelError, ModelProvider, StreamEvent,
+    CacheBreakpoints, CancellationToken, ImageRef, Message, ModelError, ModelProvider, StreamEvent,
     StreamSink, Summarizer, ToolChoice,
 };
 
@@ -91,7 +91,20 @@ impl Auxiliary {
         max_tokens: u32,
         cancel: &CancellationToken,
     ) -> Result<String, ModelError> {
-        let messages = [Message::user(user)];
+        self.complete_with_images(system, user, Vec::new(), max_tokens, cancel)
+            .await
+    }
+
+    /// [`Auxiliary::complete_text`] with images attached to the user message.
+    pub async fn complete_with_images(
+        &self,
+        system: &str,
+        user: &str,
+        images: Vec<ImageRef>,
+        max_tokens: u32,
+        cancel: &CancellationToken,
+    ) -> Result<String, ModelError> {
+        let messages = [Message::user_with_images(user, images)];
         let request = ModelRequest {
             model: &self.model,
             system,

@@ -19,12 +19,14 @@ pub mod store;
 mod test_support;
 pub mod tools;
 
-pub use agent::{Agent, AgentOptions, BuildError, Surface, provider_for};
+pub use agent::{Agent, AgentOptions, BuildError, Surface, image_store, provider_for};
 pub use clarifier::{Clarifier, ClarifyAnswer, ClarifyError, NoAnswer};
 pub use knowledge::{SkillSummary, skill_roots};
 pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};
 pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
+/// Attached images, prepared the same way by every surface.
+pub use talaria_images as images;
 /// The plugin types surfaces see through the agent.
 pub use talaria_plugin_host::{KindState, KindStatus, PluginCommandSpec, PluginSkin};

@@ -86,6 +86,12 @@ impl ProfileHome {
         self.root.join("cron")
     }
 
+    /// Attached images, content-addressed (`images/<sha256>.<ext>`): sessions refer to them,
+    /// so they are kept as long as the sessions are.
+    pub fn images_dir(&self) -> PathBuf {
+        self.root.join("images")
+    }
+
     /// Per-session files (spilled tool output): `sessions/<id>/`.
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")

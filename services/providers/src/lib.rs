@@ -13,6 +13,7 @@ mod config;
 mod endpoint;
 mod errors;
 pub mod http;
+mod images;
 mod openai;
 mod responses;
 pub mod retry_after;

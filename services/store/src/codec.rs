@@ -10,7 +10,7 @@ use crate::rows::StoredMessage;
 
 /// The columns [`RawMessage::from_row`] reads, in order.
 pub(crate) const MESSAGE_COLUMNS: &str = "seq, created_at, role, content, reasoning, tool_calls, tool_call_id, name, is_error, \
-     provider_state";
+     provider_state, images";
 
 /// Current time in unix milliseconds (0 if the clock is before 1970).
 pub(crate) fn now_ms() -> i64 {
@@ -62,6 +62,14 @@ pub(crate) fn encode_provider_state(message: &Message) -> Result<Option<String>>
     }
 }
 
+/// A message's image references as stored: JSON text, or NULL when it has none.
+pub(crate) fn encode_images(message: &Message) -> Result<Option<String>> {
+    if message.images.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::to_string(&message.images)?))
+}
+
 /// A message row as read, before it is checked.
 pub(crate) struct RawMessage {
     seq: i64,
@@ -74,6 +82,7 @@ pub(crate) struct RawMessage {
     name: Option<String>,
     is_error: bool,
     provider_state: Option<String>,
+    images: Option<String>,
 }
 
 impl RawMessage {
@@ -90,6 +99,7 @@ impl RawMessage {
             name: row.get(7)?,
             is_error: row.get(8)?,
             provider_state: row.get(9)?,
+            images: row.get(10)?,
         })
     }
 
@@ -114,6 +124,11 @@ impl RawMessage {
                 })?),
                 None => None,
             };
+        let images = match &self.images {
+            Some(json) => serde_json::from_str(json)
+                .map_err(|error| corrupt(format!("images is not valid JSON: {error}")))?,
+            None => Vec::new(),
+        };
         Ok(StoredMessage {
             seq: from_sql_int(self.seq),
             created_at: self.created_at,
@@ -126,6 +141,7 @@ impl RawMessage {
                 name: self.name,
                 is_error: self.is_error,
                 provider_state,
+                images,
             },
         })
     }

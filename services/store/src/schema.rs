@@ -159,8 +159,15 @@ const V4: &str = r#"
 ALTER TABLE messages ADD COLUMN provider_state TEXT;
 "#;
 
+/// Version 5: a user message keeps the images attached to it (`Message::images`, a JSON list
+/// of references: a file in the profile's image store or a URL; never the bytes), so a resumed
+/// session sends them again. Older rows have none.
+const V5: &str = r#"
+ALTER TABLE messages ADD COLUMN images TEXT;
+"#;
+
 /// Every migration, oldest first; the schema version is their count.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -268,6 +275,46 @@ mod tests {
         .unwrap();
         db.append("s", &with_state).unwrap();
         assert_eq!(db.messages("s").unwrap()[1], with_state);
+        assert!(db.integrity_check().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_version_4_file_gains_images_and_its_messages_read_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.sqlite");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in [super::V1, super::V2, super::V3, super::V4] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 4;
+                 INSERT INTO sessions (id, source, model, created_at, updated_at)
+                     VALUES ('s', 'cli', 'm', 0, 0);
+                 INSERT INTO messages (session_id, seq, role, content, created_at)
+                     VALUES ('s', 1, 'user', 'an older question', 0);",
+            )
+            .unwrap();
+        }
+        let db = SessionDb::open(&path).unwrap();
+        assert_eq!(
+            db.messages("s").unwrap(),
+            [Message::user("an older question")]
+        );
+        let with_image = Message::user_with_images(
+            "and this?",
+            vec![talaria_kernel::ImageRef::File {
+                path: "/home/u/.talaria/images/ab.png".into(),
+                media_type: "image/png".into(),
+            }],
+        );
+        db.ensure_session(&NewSession {
+            id: "s".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+        db.append("s", &with_image).unwrap();
+        assert_eq!(db.messages("s").unwrap()[1], with_image);
         assert!(db.integrity_check().unwrap().is_empty());
     }
 }

@@ -4,7 +4,9 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use talaria_kernel::{Message, Usage};
 
-use crate::codec::{encode_provider_state, encode_tool_calls, now_ms, role_name, to_sql_int};
+use crate::codec::{
+    encode_images, encode_provider_state, encode_tool_calls, now_ms, role_name, to_sql_int,
+};
 use crate::db::SessionDb;
 use crate::error::{Result, StoreError};
 use crate::rows::NewSession;
@@ -199,8 +201,8 @@ pub(crate) fn insert_message_at(
     tx.prepare_cached(
         "INSERT INTO messages
              (session_id, seq, role, content, reasoning, tool_calls, tool_call_id, name, is_error,
-              created_at, provider_state)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+              created_at, provider_state, images)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         session_id,
@@ -216,6 +218,7 @@ pub(crate) fn insert_message_at(
         // Encoded here rather than before the transaction like the tool calls: only assistant
         // messages of some wire formats have any.
         encode_provider_state(message)?,
+        encode_images(message)?,
     ])?;
     Ok(())
 }

@@ -440,3 +440,77 @@ async fn loading_a_compressed_session_goes_on_from_its_continuation_under_the_sa
     assert_eq!(stored.len(), 4, "the new turn went on in the continuation");
     assert_eq!(db.messages(&id).unwrap().len(), 2, "the first is unchanged");
 }
+
+/// A 1x1 PNG, as an editor sends an image block.
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_in_a_prompt_reaches_the_model_and_a_bad_one_is_refused() {
+    use agent_client_protocol::v1::schema::ImageContent;
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let model = ScriptedServer::spawn(Script::new([Step::text("One pixel.")])).unwrap();
+    let ((image_capability, stop, refused), _) = session(
+        options(home.path(), &model),
+        PermissionOptionKind::AllowOnce,
+        async |cx, _| {
+            let initialized = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(work.path()))
+                .block_task()
+                .await?;
+            let id = session.session_id.0.to_string();
+            let image = |data: &str| ContentBlock::Image(ImageContent::new(data, "image/png"));
+            let response = cx
+                .send_request(PromptRequest::new(
+                    id.clone(),
+                    vec![
+                        ContentBlock::from("what is this?".to_owned()),
+                        image(PIXEL_PNG),
+                    ],
+                ))
+                .block_task()
+                .await?;
+            let refused = cx
+                .send_request(PromptRequest::new(id, vec![image(&PIXEL_PNG[..40])]))
+                .block_task()
+                .await
+                .unwrap_err();
+            Ok((
+                initialized.agent_capabilities.prompt_capabilities.image,
+                response.stop_reason,
+                refused.to_string(),
+            ))
+        },
+    )
+    .await;
+    assert!(image_capability, "promptCapabilities.image");
+    assert_eq!(stop, StopReason::EndTurn);
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "the damaged image never reached the model"
+    );
+    let user = requests[0]
+        .messages()
+        .into_iter()
+        .find(|m| m.role == talaria_testkit::Role::User)
+        .unwrap();
+    assert_eq!(user.text, "what is this?");
+    assert_eq!(
+        user.images,
+        [talaria_testkit::Image::Inline {
+            media_type: "image/png".into(),
+            data: PIXEL_PNG.into(),
+        }]
+    );
+    assert!(
+        refused.contains("image 1 of the prompt is damaged"),
+        "{refused}"
+    );
+}

@@ -13,7 +13,7 @@ use talaria_agent::{
 };
 use talaria_approval::{ApprovalRequest, Approver, Decision};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
-use talaria_kernel::{CancellationToken, Exit, Role};
+use talaria_kernel::{CancellationToken, Exit, ImageRef, Role};
 use talaria_profile::settings::default_context_window;
 use talaria_profile::{McpServerConfig, Overrides, ProfileHome, Settings, SettingsError};
 use tokio::sync::{mpsc, oneshot};
@@ -46,6 +46,8 @@ pub struct SessionSpec {
 pub enum Job {
     Prompt {
         text: String,
+        /// Images attached to the prompt, prepared in the profile's image store.
+        images: Vec<ImageRef>,
         cancel: CancellationToken,
         ended: oneshot::Sender<Result<Stop, String>>,
     },
@@ -375,10 +377,11 @@ async fn run(
         match job {
             Job::Prompt {
                 text,
+                images,
                 cancel,
                 ended,
             } => {
-                let result = worker.prompt(&text, &cancel).await;
+                let result = worker.prompt(&text, images, &cancel).await;
                 let _ = worker.out.send(Outbound::TurnEnded(result, ended));
             }
             Job::Replay { ended } => {
@@ -450,9 +453,15 @@ impl Worker {
     }
 
     /// One `session/prompt`: a slash command or a turn.
-    async fn prompt(&mut self, text: &str, cancel: &CancellationToken) -> Result<Stop, String> {
-        if !Registry::is_command(text) {
-            return self.turn(text, cancel).await;
+    async fn prompt(
+        &mut self,
+        text: &str,
+        images: Vec<ImageRef>,
+        cancel: &CancellationToken,
+    ) -> Result<Stop, String> {
+        // A prompt with images is a message, even if its text looks like a command.
+        if !Registry::is_command(text) || !images.is_empty() {
+            return self.turn(text, images, cancel).await;
         }
         let sink = self.sink();
         let reply = {
@@ -477,7 +486,7 @@ impl Worker {
             self.send(Update::AgentText(text));
         }
         match reply.effect {
-            Effect::Send(prompt) => self.turn(&prompt, cancel).await,
+            Effect::Send(prompt) => self.turn(&prompt, Vec::new(), cancel).await,
             Effect::NewSession | Effect::ClearAndNewSession => self.restart(None).await,
             Effect::Resume(id) => self.restart(Some(id)).await,
             Effect::Reload => {
@@ -485,9 +494,11 @@ impl Worker {
                 self.restart(Some(current)).await
             }
             // Terminal-only effects (not offered on this surface).
-            Effect::None | Effect::Quit | Effect::Skin(_) | Effect::Reasoning(_) => {
-                Ok(Stop::EndTurn)
-            }
+            Effect::None
+            | Effect::Quit
+            | Effect::Skin(_)
+            | Effect::Reasoning(_)
+            | Effect::Attach(_) => Ok(Stop::EndTurn),
         }
     }
 
@@ -509,9 +520,18 @@ impl Worker {
         Ok(Stop::EndTurn)
     }
 
-    async fn turn(&mut self, text: &str, cancel: &CancellationToken) -> Result<Stop, String> {
+    async fn turn(
+        &mut self,
+        text: &str,
+        images: Vec<ImageRef>,
+        cancel: &CancellationToken,
+    ) -> Result<Stop, String> {
         let sink = self.sink();
-        match self.agent.run(text, &sink, cancel).await {
+        match self
+            .agent
+            .run_with_images(text, images, &sink, cancel)
+            .await
+        {
             Ok(Exit::Final(_)) => Ok(Stop::EndTurn),
             Ok(Exit::BudgetExhausted { .. }) => Ok(Stop::MaxTurnRequests),
             Ok(Exit::Interrupted) => Ok(Stop::Cancelled),

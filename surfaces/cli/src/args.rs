@@ -580,6 +580,10 @@ pub struct RunArgs {
     /// Run one conversation with PROMPT, print the final answer on stdout and exit.
     #[arg(short = 'q', long = "query", value_name = "PROMPT")]
     pub query: Option<String>,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeat for several. Larger
+    /// images are scaled down to fit the model's limits.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<std::path::PathBuf>,
     /// Print events as JSON lines on stdout (deltas, tool calls, results, usage, final).
     #[arg(long)]
     pub json: bool,

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::Arc;
 
 use talaria_agent::{Agent, AgentOptions, Surface};
-use talaria_kernel::{CancellationToken, Exit};
+use talaria_kernel::{CancellationToken, Exit, ImageRef};
 use talaria_profile::{Overrides, ProfileHome, Settings, SettingsError, load_profile};
 
 use crate::args::{ModelArgs, RunArgs};
@@ -129,6 +129,11 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;
     }
+    // Prepared before the agent is built: a file that cannot be sent is a usage error, at once.
+    let images = match attach_images(&args.images, &home) {
+        Ok(images) => images,
+        Err(status) => return status,
+    };
     let mut agent = match Agent::build(&settings, &home, options).await {
         Ok(agent) => agent,
         Err(error) => return usage_error(&error.to_string()),
@@ -158,7 +163,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
             prompt.trim().to_owned()
         }
     };
-    let status = one_shot(&mut agent, &prompt, &args, &settings, &home).await;
+    let status = one_shot(&mut agent, &prompt, images, &args, &settings, &home).await;
     agent.end_session().await;
     status
 }
@@ -174,6 +179,10 @@ async fn chat(
     args: RunArgs,
     options: AgentOptions,
 ) -> Status {
+    let images = match attach_images(&args.images, &home) {
+        Ok(images) => images,
+        Err(status) => return status,
+    };
     let resume = options.resume.clone();
     let completion = Arc::new(std::sync::Mutex::new(CompletionSource {
         registry: Arc::new(Registry::new(BUILTINS, Surfaces::CLI)),
@@ -216,9 +225,9 @@ async fn chat(
         view.error(&format!("{problem}; using the default skin"));
     }
     view.set_skin(skin);
-    Repl::new(agent, settings, home, cwd, args, skins, view, completion)
-        .run(reader, Some(first))
-        .await
+    let mut repl = Repl::new(agent, settings, home, cwd, args, skins, view, completion);
+    repl.attach(images);
+    repl.run(reader, Some(first)).await
 }
 
 /// The stored session `--continue` or `--resume` names, if any.
@@ -247,9 +256,30 @@ fn session_to_resume(
     }
 }
 
+/// `--image` files, prepared into the profile's image store (a note when one was scaled).
+fn attach_images(
+    paths: &[std::path::PathBuf],
+    home: &ProfileHome,
+) -> Result<Vec<ImageRef>, Status> {
+    let store = talaria_agent::image_store(home);
+    paths
+        .iter()
+        .map(|path| match store.attach_file(path) {
+            Ok(attached) => {
+                if let Some(note) = attached.note {
+                    eprintln!("note: {note}");
+                }
+                Ok(attached.image)
+            }
+            Err(error) => Err(usage_error(&error.to_string())),
+        })
+        .collect()
+}
+
 async fn one_shot(
     agent: &mut Agent,
     prompt: &str,
+    images: Vec<ImageRef>,
     args: &RunArgs,
     settings: &Settings,
     home: &ProfileHome,
@@ -261,7 +291,9 @@ async fn one_shot(
     };
     let cancel = CancellationToken::new();
     cancel_on_ctrl_c(cancel.clone());
-    let outcome = agent.run(prompt, &renderer, &cancel).await;
+    let outcome = agent
+        .run_with_images(prompt, images, &renderer, &cancel)
+        .await;
     let print_answer = |text: &str| {
         if !args.json {
             let mut out = std::io::stdout().lock();

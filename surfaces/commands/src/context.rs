@@ -51,6 +51,8 @@ pub enum Effect {
     Skin(Option<String>),
     /// Show or hide reasoning (`None` toggles; terminal only).
     Reasoning(Option<bool>),
+    /// Attach the image at this path to the next message (terminal only).
+    Attach(std::path::PathBuf),
 }
 
 /// A command's answer: text to show, then an effect.

@@ -1,6 +1,7 @@
 //! Files sent with a chat message: fetched through the account's connection,
 //! saved under the session (`sessions/<id>/attachments/`) and named to the
-//! agent by path, so its file tools can read them when it needs to.
+//! agent by path, so its file tools can read them when it needs to. Those whose
+//! bytes are images are also listed, for the runner to attach to the message.
 
 use std::path::{Path, PathBuf};
 
@@ -13,13 +14,22 @@ pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
 /// Most files of one message fetched; the rest are only named.
 pub const MAX_ATTACHMENTS: usize = 10;
 
-/// Fetches `attachments` into `dir` and returns a line for each, to append
-/// to the message: where it was saved, or why it was not.
-pub async fn save_attachments(outbox: &Outbox, dir: &Path, attachments: &[Attachment]) -> String {
+/// What [`save_attachments`] did.
+#[derive(Debug, Default)]
+pub struct Saved {
+    /// A line for each attachment, to append to the message: where it was saved, or why not.
+    pub lines: String,
+    /// The saved files whose bytes are an image (PNG, JPEG, GIF or WebP).
+    pub images: Vec<PathBuf>,
+}
+
+/// Fetches `attachments` into `dir`.
+pub async fn save_attachments(outbox: &Outbox, dir: &Path, attachments: &[Attachment]) -> Saved {
     // Numbered after the session's earlier files: platforms reuse names
     // (every Telegram photo is `photo.jpg`). Turns of a session never overlap.
     let earlier = std::fs::read_dir(dir).map_or(0, Iterator::count);
     let mut lines = Vec::new();
+    let mut images = Vec::new();
     for (index, attachment) in attachments.iter().enumerate() {
         let name = &attachment.name;
         if index >= MAX_ATTACHMENTS {
@@ -30,16 +40,25 @@ pub async fn save_attachments(outbox: &Outbox, dir: &Path, attachments: &[Attach
             continue;
         }
         let line = match fetch_and_save(outbox, dir, earlier + index, attachment).await {
-            Ok((path, size)) => format!(
-                "[attached file {name:?} ({}, {size} bytes) saved at {}]",
-                attachment.mime,
-                path.display()
-            ),
+            Ok((path, size, image)) => {
+                let line = format!(
+                    "[attached file {name:?} ({}, {size} bytes) saved at {}]",
+                    attachment.mime,
+                    path.display()
+                );
+                if image {
+                    images.push(path);
+                }
+                line
+            }
             Err(reason) => format!("[attachment {name:?} ({}): {reason}]", attachment.mime),
         };
         lines.push(line);
     }
-    lines.join("\n")
+    Saved {
+        lines: lines.join("\n"),
+        images,
+    }
 }
 
 async fn fetch_and_save(
@@ -47,7 +66,7 @@ async fn fetch_and_save(
     dir: &Path,
     index: usize,
     attachment: &Attachment,
-) -> Result<(PathBuf, usize), String> {
+) -> Result<(PathBuf, usize, bool), String> {
     if let Some(size) = attachment.size.filter(|size| *size > MAX_ATTACHMENT_BYTES) {
         return Err(format!(
             "not fetched, {size} bytes is over the limit of {MAX_ATTACHMENT_BYTES}"
@@ -64,7 +83,9 @@ async fn fetch_and_save(
         .map_err(|error| format!("could not be saved in {}: {error}", dir.display()))?;
     std::fs::write(&path, &bytes)
         .map_err(|error| format!("could not be saved at {}: {error}", path.display()))?;
-    Ok((path, bytes.len()))
+    // By content, not by the platform's MIME type or name.
+    let image = talaria_agent::images::sniff(&bytes).is_some();
+    Ok((path, bytes.len(), image))
 }
 
 /// A safe local name: the platform's name cut to plain characters, never a

@@ -469,6 +469,7 @@ impl<R: TurnRunner> Gateway<R> {
         };
         let capabilities = self.capabilities();
         let mut text = job.text.clone();
+        let mut images = Vec::new();
         if !job.attachments.is_empty() {
             let dir = inner
                 .shared
@@ -476,7 +477,8 @@ impl<R: TurnRunner> Gateway<R> {
                 .join(&job.session_id)
                 .join("attachments");
             let saved = save_attachments(&inner.outbox, &dir, &job.attachments).await;
-            text = [text.as_str(), saved.as_str()]
+            images = saved.images;
+            text = [text.as_str(), saved.lines.as_str()]
                 .iter()
                 .filter(|part| !part.is_empty())
                 .copied()
@@ -503,6 +505,7 @@ impl<R: TurnRunner> Gateway<R> {
             let turn = inner.runner.run_turn(Turn {
                 session_id: job.session_id.clone(),
                 text,
+                images: images.clone(),
                 cancel: held.cancel.clone(),
                 steer: held.steer.clone(),
                 approver: Arc::new(approver),

@@ -111,6 +111,9 @@ pub struct Turn {
     pub session_id: String,
     /// The user's message.
     pub text: String,
+    /// Files saved from the message whose bytes are images: the runner attaches them to it
+    /// (they are also named in `text`, by path).
+    pub images: Vec<std::path::PathBuf>,
     /// Cancelled when the user interrupts (busy mode `interrupt`).
     pub cancel: CancellationToken,
     /// Messages that arrive while it runs (busy mode `steer`).

@@ -16,7 +16,7 @@ use talaria_agent::{
 };
 use talaria_approval::{Approver, DenyAll};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
-use talaria_kernel::{Exit, NoEvents};
+use talaria_kernel::{Exit, ImageRef, NoEvents};
 use talaria_profile::{Overrides, ProfileHome, Settings};
 use talaria_store::{NewSession, SessionDb};
 
@@ -139,6 +139,22 @@ impl AgentRunner {
         Ok(agent)
     }
 
+    /// The message's image files, prepared in the profile's image store; one that cannot be
+    /// sent (damaged, too large) is left out: the message still names it by path.
+    fn attach(&self, paths: &[PathBuf]) -> Vec<ImageRef> {
+        let store = talaria_agent::image_store(&self.home);
+        paths
+            .iter()
+            .filter_map(|path| match store.attach_file(path) {
+                Ok(attached) => Some(attached.image),
+                Err(error) => {
+                    crate::log(format_args!("{error}"));
+                    None
+                }
+            })
+            .collect()
+    }
+
     async fn turn(&self, turn: Turn) -> TurnResult {
         let failed = |message: String| TurnResult {
             outcome: TurnOutcome::Failed(message),
@@ -185,7 +201,8 @@ impl AgentRunner {
         // Notes that arrive after the turn's last model call stay in
         // `turn.steer`; the gateway answers them next.
         agent.set_steering(Some(Arc::new(turn.steer.clone())));
-        run_to_result(agent, &turn.text, &turn.cancel).await
+        let images = self.attach(&turn.images);
+        run_to_result(agent, &turn.text, images, &turn.cancel).await
     }
 
     /// A webhook delivery: a fresh session of its own (`webhook:<route>`),
@@ -258,7 +275,7 @@ impl AgentRunner {
             Ok(agent) => agent,
             Err(message) => return failed(message),
         };
-        run_to_result(agent, prompt, cancel).await
+        run_to_result(agent, prompt, Vec::new(), cancel).await
     }
 
     async fn command(&self, session_id: &str, line: &str) -> CommandReply {
@@ -308,7 +325,8 @@ impl AgentRunner {
             | Effect::Quit
             | Effect::Reload
             | Effect::Skin(_)
-            | Effect::Reasoning(_) => CommandEffect::None,
+            | Effect::Reasoning(_)
+            | Effect::Attach(_) => CommandEffect::None,
         };
         CommandReply { text, effect }
     }
@@ -375,8 +393,13 @@ impl talaria_kernel::Steering for SteerNotes {
 }
 
 /// Runs `text` on `agent`, ends its session and says how it went.
-async fn run_to_result(mut agent: Agent, text: &str, cancel: &CancellationToken) -> TurnResult {
-    let outcome = agent.run(text, &NoEvents, cancel).await;
+async fn run_to_result(
+    mut agent: Agent,
+    text: &str,
+    images: Vec<ImageRef>,
+    cancel: &CancellationToken,
+) -> TurnResult {
+    let outcome = agent.run_with_images(text, images, &NoEvents, cancel).await;
     agent.end_session().await;
     let session_id = agent.conversation().session_id.clone();
     let outcome = match outcome {
@@ -526,6 +549,7 @@ mod tests {
             .run_turn(Turn {
                 session_id: "1800000000_abcdef".into(),
                 text: "hi".into(),
+                images: Vec::new(),
                 cancel: CancellationToken::new(),
                 steer: SteerNotes::default(),
                 approver: Arc::new(DenyAll),

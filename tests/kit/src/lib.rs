@@ -37,7 +37,7 @@ mod static_files;
 pub mod telegram;
 mod website;
 
-pub use recorder::{Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
+pub use recorder::{Image, Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
 pub use script::{Script, ScriptError, Step, StepKind, ToolCall};
 pub use server::{LineEnding, ScriptedServer, ServerOptions};
 pub use static_files::StaticServer;

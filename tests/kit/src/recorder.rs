@@ -68,6 +68,55 @@ pub struct Message {
     pub tool_calls: Vec<ToolUse>,
     /// Tool results carried by this message (OpenAI role `tool`, Anthropic `tool_result` blocks).
     pub tool_results: Vec<ToolResult>,
+    /// Images in this message, in order (OpenAI `image_url` parts, Anthropic `image` blocks,
+    /// Responses `input_image` parts).
+    #[serde(default)]
+    pub images: Vec<Image>,
+}
+
+/// An image seen in a request, in a wire-neutral form.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Image {
+    /// Inline bytes (a `data:` URL or a base64 source).
+    Inline {
+        /// MIME type as sent.
+        media_type: String,
+        /// The base64 text as sent.
+        data: String,
+    },
+    /// A URL for the provider to fetch.
+    Url(String),
+}
+
+impl Image {
+    /// From an OpenAI-style URL: `data:<type>;base64,<data>` or a plain URL.
+    fn from_url(url: &str) -> Self {
+        url.strip_prefix("data:")
+            .and_then(|rest| rest.split_once(";base64,"))
+            .map_or_else(
+                || Image::Url(url.to_owned()),
+                |(media_type, data)| Image::Inline {
+                    media_type: media_type.to_owned(),
+                    data: data.to_owned(),
+                },
+            )
+    }
+}
+
+/// The images among a content array's parts (OpenAI chat and Responses spellings).
+fn openai_images(content: Option<&Value>) -> Vec<Image> {
+    content
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| match str_field(part, "type") {
+            "image_url" => part
+                .get("image_url")
+                .map(|image| Image::from_url(str_field(image, "url"))),
+            "input_image" => Some(Image::from_url(str_field(part, "image_url"))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Message role. OpenAI `developer` messages count as [`Role::System`].
@@ -271,6 +320,7 @@ fn openai_message(message: &Value) -> Message {
         text,
         tool_calls,
         tool_results,
+        images: openai_images(message.get("content")),
     }
 }
 
@@ -285,6 +335,7 @@ fn responses_item(item: &Value, messages: &mut Vec<Message>) {
         "message" => messages.push(Message {
             role: role_of(str_field(item, "role")),
             text: item.get("content").map(text_of).unwrap_or_default(),
+            images: openai_images(item.get("content")),
             ..Message::default()
         }),
         "function_call" => {
@@ -336,6 +387,16 @@ fn anthropic_message(message: &Value) -> Message {
                         name: str_field(block, "name").to_owned(),
                         arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
                     }),
+                    "image" => {
+                        let source = block.get("source").unwrap_or(&Value::Null);
+                        out.images.push(match str_field(source, "type") {
+                            "url" => Image::Url(str_field(source, "url").to_owned()),
+                            _ => Image::Inline {
+                                media_type: str_field(source, "media_type").to_owned(),
+                                data: str_field(source, "data").to_owned(),
+                            },
+                        });
+                    }
                     "tool_result" => out.tool_results.push(ToolResult {
                         call_id: str_field(block, "tool_use_id").to_owned(),
                         content: block.get("content").map(text_of).unwrap_or_default(),
@@ -459,5 +520,27 @@ mod tests {
         append_jsonl(&path, &r).unwrap();
         append_jsonl(&path, &r).unwrap();
         assert_eq!(read_jsonl(&path).unwrap(), vec![r.clone(), r]);
+    }
+
+    #[test]
+    fn images_read_the_same_on_every_wire() {
+        let inline = Image::Inline {
+            media_type: "image/png".into(),
+            data: "iVBORw==".into(),
+        };
+        let url = Image::Url("https://example.com/a.jpg".into());
+        let openai = r#"{"messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}},{"type":"image_url","image_url":{"url":"https://example.com/a.jpg"}}]}]}"#;
+        let anthropic = r#"{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}},{"type":"image","source":{"type":"url","url":"https://example.com/a.jpg"}},{"type":"text","text":"see"}]}]}"#;
+        let responses = r#"{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"see"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw==","detail":"auto"},{"type":"input_image","image_url":"https://example.com/a.jpg"}]}]}"#;
+        for (wire, raw) in [
+            (Wire::OpenAi, openai),
+            (Wire::Anthropic, anthropic),
+            (Wire::OpenAiResponses, responses),
+        ] {
+            let messages = request(wire, raw).messages();
+            let user = messages.iter().find(|m| m.role == Role::User).unwrap();
+            assert_eq!(user.text, "see", "{wire}");
+            assert_eq!(user.images, [inline.clone(), url.clone()], "{wire}");
+        }
     }
 }

@@ -24,6 +24,7 @@ mod send_message;
 mod session_search;
 mod skills;
 mod todo;
+mod vision;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use send_message::SendMessageTool;
 pub use session_search::SessionSearchTool;
 pub use skills::{ScanFn, skill_tools, threat_scan};
 pub use todo::TodoTool;
+pub use vision::VisionTool;
 
 /// A tool implemented in the host.
 #[async_trait]
@@ -89,6 +91,9 @@ pub(crate) struct NativeToolInputs<'a> {
     pub cron: Option<CronJobSetup>,
     /// Who answers `clarify`, when someone can.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
+    /// The model `vision_analyze` asks (the auxiliary one, else the main one), the image store,
+    /// and whether it may read local files (not for a webhook's outside payload).
+    pub vision: (Arc<Auxiliary>, talaria_images::ImageStore, bool),
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -117,6 +122,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         messenger,
         cron,
         clarifier,
+        vision,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -134,6 +140,14 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     {
         tools.push(Arc::new(CronJobTool::new(cron, exec.executor.clone())));
     }
+    let (vision_model, image_store, local_files) = vision;
+    tools.push(Arc::new(VisionTool::new(
+        vision_model,
+        image_store,
+        cwd,
+        exec.executor.clone(),
+        local_files,
+    )));
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {
         tools.push(Arc::new(ExecuteCodeTool::new(

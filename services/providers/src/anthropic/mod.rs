@@ -68,7 +68,7 @@ impl ModelProvider for AnthropicMessages {
     ) -> Result<ModelResponse, ModelError> {
         let config = self.config();
         let max_tokens = config.default_max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let body = request::render(&request, config.stream, max_tokens);
+        let body = request::render(&request, config.stream, max_tokens)?;
         let decoder = response::MessagesDecoder::new(sink);
         self.endpoint
             .post(self.name(), &body, decoder, cancel)

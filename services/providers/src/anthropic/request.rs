@@ -2,9 +2,10 @@
 //! user/assistant alternation, tool blocks, and `cache_control` breakpoints.
 
 use serde_json::{Map, Value, json};
-use talaria_kernel::{Message, ModelRequest, Role, ToolChoice, ToolSpec};
+use talaria_kernel::{Message, ModelError, ModelRequest, Role, ToolChoice, ToolSpec};
 
 use crate::SYSTEM_NOTE_PREFIX;
+use crate::images::{WireImage, load_all};
 
 /// Anthropic accepts at most this many `cache_control` breakpoints.
 const MAX_BREAKPOINTS: usize = 4;
@@ -22,7 +23,11 @@ struct Turn {
 }
 
 /// The JSON body for `POST /v1/messages`.
-pub(crate) fn render(request: &ModelRequest<'_>, stream: bool, default_max_tokens: u32) -> Value {
+pub(crate) fn render(
+    request: &ModelRequest<'_>,
+    stream: bool,
+    default_max_tokens: u32,
+) -> Result<Value, ModelError> {
     let mut body = Map::new();
     body.insert("model".into(), request.model.into());
     body.insert(
@@ -40,7 +45,7 @@ pub(crate) fn render(request: &ModelRequest<'_>, stream: bool, default_max_token
     let budget = MAX_BREAKPOINTS - usize::from(cache_system);
     body.insert(
         "messages".into(),
-        render_messages(request.messages, &request.cache.messages, budget).into(),
+        render_messages(request.messages, &request.cache.messages, budget)?.into(),
     );
     if !request.tools.is_empty() {
         body.insert(
@@ -54,17 +59,21 @@ pub(crate) fn render(request: &ModelRequest<'_>, stream: bool, default_max_token
     if stream {
         body.insert("stream".into(), true.into());
     }
-    body.into()
+    Ok(body.into())
 }
 
 fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
 
-fn render_messages(messages: &[Message], marks: &[usize], budget: usize) -> Vec<Value> {
+fn render_messages(
+    messages: &[Message],
+    marks: &[usize],
+    budget: usize,
+) -> Result<Vec<Value>, ModelError> {
     let mut turns: Vec<Turn> = Vec::new();
     for (source, message) in messages.iter().enumerate() {
-        let (role, values) = content_blocks(message);
+        let (role, values) = content_blocks(message)?;
         let blocks = values.into_iter().map(|value| Block { source, value });
         match turns.last_mut() {
             Some(turn) if turn.role == role => turn.blocks.extend(blocks),
@@ -86,13 +95,13 @@ fn render_messages(messages: &[Message], marks: &[usize], budget: usize) -> Vec<
             block.value["cache_control"] = ephemeral();
         }
     }
-    turns
+    Ok(turns
         .into_iter()
         .map(|turn| {
             let content: Vec<Value> = turn.blocks.into_iter().map(|block| block.value).collect();
             json!({"role": turn.role, "content": content})
         })
-        .collect()
+        .collect())
 }
 
 /// Positions `(turn, block)` to mark: for each marked message, its last
@@ -129,9 +138,20 @@ fn breakpoints(turns: &[Turn], marks: &[usize], budget: usize) -> Vec<(usize, us
 }
 
 /// The role a message is sent under and its content blocks (possibly none).
-fn content_blocks(message: &Message) -> (&'static str, Vec<Value>) {
+fn content_blocks(message: &Message) -> Result<(&'static str, Vec<Value>), ModelError> {
     let text = |text: &str| json!({"type": "text", "text": text});
-    match message.role {
+    Ok(match message.role {
+        // Images before the text: Anthropic's guidance for the best answers.
+        Role::User if !message.images.is_empty() => {
+            let mut blocks: Vec<Value> = load_all(&message.images)?
+                .into_iter()
+                .map(image_block)
+                .collect();
+            if !message.content.trim().is_empty() {
+                blocks.push(text(&message.content));
+            }
+            ("user", blocks)
+        }
         Role::User if message.content.trim().is_empty() => ("user", Vec::new()),
         Role::User => ("user", vec![text(&message.content)]),
         Role::System => (
@@ -159,7 +179,18 @@ fn content_blocks(message: &Message) -> (&'static str, Vec<Value>) {
             }));
             ("assistant", blocks)
         }
-    }
+    })
+}
+
+/// An `image` block: inline base64, or a URL Anthropic fetches.
+fn image_block(image: WireImage) -> Value {
+    let source = match image {
+        WireImage::Data { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        WireImage::Url(url) => json!({"type": "url", "url": url}),
+    };
+    json!({"type": "image", "source": source})
 }
 
 /// Stored arguments as an `input` object; anything but a JSON object becomes `{}`.
@@ -222,7 +253,7 @@ mod tests {
             cache,
             max_tokens: None,
         };
-        render(&request, true, 8192)
+        render(&request, true, 8192).unwrap()
     }
 
     #[test]
@@ -364,5 +395,49 @@ mod tests {
         assert_eq!(last[0]["type"], "tool_result");
         assert_eq!(last[1]["text"], "[System note] hurry");
         assert_eq!(marked(&body), vec![(2, 1)]);
+    }
+
+    #[test]
+    fn images_come_before_the_text_as_base64_or_url_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jpg");
+        std::fs::write(&path, [0xFF, 0xD8, 0xFF]).unwrap();
+        let images = vec![
+            talaria_kernel::ImageRef::File {
+                path: path.clone(),
+                media_type: "image/jpeg".into(),
+            },
+            talaria_kernel::ImageRef::Url {
+                url: "https://example.com/b.png".into(),
+            },
+        ];
+        let messages = vec![Message::user_with_images("compare", images)];
+        let cache = CacheBreakpoints {
+            system: false,
+            messages: vec![0],
+        };
+        let body = render_with(&messages, &cache, "sys");
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/"}},
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/b.png"}},
+                {"type": "text", "text": "compare", "cache_control": {"type": "ephemeral"}},
+            ])
+        );
+        std::fs::remove_file(&path).unwrap();
+        let request = ModelRequest {
+            model: "claude-test",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            tool_choice: ToolChoice::Auto,
+            cache: &cache,
+            max_tokens: None,
+        };
+        assert_eq!(
+            render(&request, false, 10).unwrap_err().class(),
+            "attachment"
+        );
     }
 }

@@ -58,7 +58,7 @@ impl ModelProvider for OpenAiChat {
             config.stream,
             config.default_max_tokens,
             config.cache_control,
-        );
+        )?;
         let decoder = response::ChatDecoder::new(sink);
         self.endpoint
             .post(self.name(), &body, decoder, cancel)

@@ -7,9 +7,10 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::Value;
-use talaria_kernel::{Message, ModelRequest, Role, ToolCall, ToolChoice, ToolSpec};
+use talaria_kernel::{Message, ModelError, ModelRequest, Role, ToolCall, ToolChoice, ToolSpec};
 
 use crate::SYSTEM_NOTE_PREFIX;
+use crate::images::load_all;
 
 /// The JSON body for `POST /chat/completions`.
 #[derive(Debug, Serialize)]
@@ -39,12 +40,32 @@ struct ChatMessage<'a> {
     tool_calls: Vec<ChatToolCall<'a>>,
 }
 
-/// A message's content: plain text, or one text part marked as a prompt-cache breakpoint.
+/// A message's content: plain text, one text part marked as a prompt-cache breakpoint, or the
+/// parts of a user message with images.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 enum Content<'a> {
     Text(Cow<'a, str>),
     Marked([CachedPart<'a>; 1]),
+    Parts(Vec<Part<'a>>),
+}
+
+/// A `text` or `image_url` content part.
+#[derive(Debug, Serialize)]
+struct Part<'a> {
+    r#type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_url: Option<ImageUrl>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheMark>,
+}
+
+/// A `data:` URL of the image's bytes, or the URL the provider fetches.
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 /// A text part with `cache_control`, the shape OpenRouter passes on to Anthropic.
@@ -101,13 +122,15 @@ pub(crate) fn render<'a>(
     stream: bool,
     default_max_tokens: Option<u32>,
     cache_control: bool,
-) -> ChatBody<'a> {
+) -> Result<ChatBody<'a>, ModelError> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     let has_system = !request.system.is_empty();
     if has_system {
         messages.push(ChatMessage::text("system", request.system));
     }
-    messages.extend(request.messages.iter().map(render_message));
+    for message in request.messages {
+        messages.push(render_message(message)?);
+    }
     if cache_control {
         let system = (has_system && request.cache.system).then_some(0);
         let budget = MAX_BREAKPOINTS - usize::from(system.is_some());
@@ -122,7 +145,7 @@ pub(crate) fn render<'a>(
         }
     }
     let tools: Vec<ChatTool<'a>> = request.tools.iter().map(render_tool).collect();
-    ChatBody {
+    Ok(ChatBody {
         model: request.model,
         tool_choice: (!tools.is_empty() && request.tool_choice == ToolChoice::None)
             .then_some("none"),
@@ -133,7 +156,7 @@ pub(crate) fn render<'a>(
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
         }),
-    }
+    })
 }
 
 impl<'a> ChatMessage<'a> {
@@ -147,8 +170,16 @@ impl<'a> ChatMessage<'a> {
     }
 
     /// Marks the message's text as a cache breakpoint (a message with no text, an assistant
-    /// turn of tool calls only, is left as it is).
+    /// turn of tool calls only, is left as it is; a message of parts has its last part marked).
     fn mark(&mut self) {
+        if let Some(Content::Parts(parts)) = &mut self.content {
+            if let Some(last) = parts.last_mut() {
+                last.cache_control = Some(CacheMark {
+                    r#type: "ephemeral",
+                });
+            }
+            return;
+        }
         if let Some(Content::Text(text)) = self
             .content
             .take_if(|c| matches!(c, Content::Text(t) if !t.is_empty()))
@@ -164,8 +195,12 @@ impl<'a> ChatMessage<'a> {
     }
 }
 
-fn render_message(message: &Message) -> ChatMessage<'_> {
-    match message.role {
+fn render_message(message: &Message) -> Result<ChatMessage<'_>, ModelError> {
+    Ok(match message.role {
+        Role::User if !message.images.is_empty() => ChatMessage {
+            content: Some(Content::Parts(user_parts(message)?)),
+            ..ChatMessage::text("user", "")
+        },
         Role::User => ChatMessage::text("user", message.content.as_str()),
         Role::System => {
             ChatMessage::text("user", format!("{SYSTEM_NOTE_PREFIX}{}", message.content))
@@ -180,7 +215,27 @@ fn render_message(message: &Message) -> ChatMessage<'_> {
             tool_calls: message.tool_calls.iter().map(render_call).collect(),
             ..ChatMessage::text("assistant", "")
         },
-    }
+    })
+}
+
+/// The text part (when there is text), then one `image_url` part per image.
+fn user_parts(message: &Message) -> Result<Vec<Part<'_>>, ModelError> {
+    let part = |r#type, text, image_url| Part {
+        r#type,
+        text,
+        image_url,
+        cache_control: None,
+    };
+    let text = (!message.content.is_empty()).then(|| part("text", Some(&*message.content), None));
+    let images = load_all(&message.images)?;
+    Ok(text
+        .into_iter()
+        .chain(
+            images
+                .iter()
+                .map(|image| part("image_url", None, Some(ImageUrl { url: image.url() }))),
+        )
+        .collect())
 }
 
 fn render_call(call: &ToolCall) -> ChatToolCall<'_> {
@@ -273,7 +328,7 @@ mod tests {
         }];
         let cache = CacheBreakpoints::system_and_last_three(messages.len());
         let request = request(&messages, &tools, &cache, ToolChoice::None);
-        let body = json_of(&render(&request, true, Some(100), false));
+        let body = json_of(&render(&request, true, Some(100), false).unwrap());
         assert_eq!(
             body,
             json!({
@@ -303,14 +358,14 @@ mod tests {
         let cache = CacheBreakpoints::default();
         let mut req = request(&messages, &[], &cache, ToolChoice::None);
         req.system = "";
-        let body = json_of(&render(&req, false, None, false));
+        let body = json_of(&render(&req, false, None, false).unwrap());
         assert_eq!(
             body,
             json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
         );
         req.max_tokens = Some(7);
         assert_eq!(
-            json_of(&render(&req, false, Some(100), false))["max_tokens"],
+            json_of(&render(&req, false, Some(100), false).unwrap())["max_tokens"],
             7
         );
     }
@@ -326,7 +381,7 @@ mod tests {
         ];
         let cache = CacheBreakpoints::system_and_last_three(messages.len());
         let req = request(&messages, &[], &cache, ToolChoice::Auto);
-        let plain = json_of(&render(&req, false, None, false));
+        let plain = json_of(&render(&req, false, None, false).unwrap());
         assert!(
             plain["messages"]
                 .as_array()
@@ -334,7 +389,7 @@ mod tests {
                 .iter()
                 .all(|m| m["content"].is_string())
         );
-        let marked = json_of(&render(&req, false, None, true));
+        let marked = json_of(&render(&req, false, None, true).unwrap());
         let mark = json!([{"type": "text", "text": "You are helpful.", "cache_control": {"type": "ephemeral"}}]);
         assert_eq!(marked["messages"][0]["content"], mark, "the system prompt");
         let marked_texts: Vec<&str> = marked["messages"]
@@ -352,5 +407,41 @@ mod tests {
             marked["messages"][1]["content"], "first",
             "older turns stay text"
         );
+    }
+
+    #[test]
+    fn images_are_parts_after_the_text_and_a_missing_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.png");
+        std::fs::write(&path, b"\x89PNG").unwrap();
+        let images = vec![
+            talaria_kernel::ImageRef::File {
+                path: path.clone(),
+                media_type: "image/png".into(),
+            },
+            talaria_kernel::ImageRef::Url {
+                url: "https://example.com/b.jpg".into(),
+            },
+        ];
+        let messages = vec![Message::user_with_images("what is this?", images)];
+        let cache = CacheBreakpoints::system_and_last_three(1);
+        let req = request(&messages, &[], &cache, ToolChoice::Auto);
+        let body = json_of(&render(&req, false, None, false).unwrap());
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/b.jpg"}},
+            ])
+        );
+        let marked = json_of(&render(&req, false, None, true).unwrap());
+        assert_eq!(
+            marked["messages"][1]["content"][2]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        std::fs::remove_file(&path).unwrap();
+        let error = render(&req, false, None, false).unwrap_err();
+        assert_eq!(error.class(), "attachment");
     }
 }

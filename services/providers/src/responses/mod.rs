@@ -66,7 +66,7 @@ impl ModelProvider for OpenAiResponses {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let config = self.config();
-        let body = request::render(&request, config.stream, config.default_max_tokens);
+        let body = request::render(&request, config.stream, config.default_max_tokens)?;
         let decoder = response::ResponsesDecoder::new(sink);
         self.endpoint
             .post(self.name(), &body, decoder, cancel)

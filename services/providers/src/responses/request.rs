@@ -9,10 +9,11 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::Value;
-use talaria_kernel::{Message, ModelRequest, Role, ToolCall, ToolChoice, ToolSpec};
+use talaria_kernel::{Message, ModelError, ModelRequest, Role, ToolCall, ToolChoice, ToolSpec};
 
 use super::{OUTPUT, WIRE};
 use crate::SYSTEM_NOTE_PREFIX;
+use crate::images::load_all;
 
 /// What the request asks to get back beyond the default: each reasoning item's encrypted
 /// content, the only way to carry reasoning between turns with `store: false`.
@@ -52,14 +53,21 @@ enum InputItem<'a> {
 struct MessageItem<'a> {
     r#type: &'static str,
     role: &'static str,
-    content: [TextPart<'a>; 1],
+    content: Vec<ContentPart<'a>>,
 }
 
-/// `input_text` in user messages, `output_text` in the model's own.
+/// `input_text` in user messages, `output_text` in the model's own; `input_image` for an
+/// attached image (a `data:` URL of its bytes, or the URL the provider fetches).
 #[derive(Debug, Serialize)]
-struct TextPart<'a> {
+struct ContentPart<'a> {
     r#type: &'static str,
-    text: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_url: Option<String>,
+    /// The API's default, spelled out: older SDK types require the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,17 +99,17 @@ pub(crate) fn render<'a>(
     request: &'a ModelRequest<'a>,
     stream: bool,
     default_max_tokens: Option<u32>,
-) -> ResponsesBody<'a> {
+) -> Result<ResponsesBody<'a>, ModelError> {
     let mut input = Vec::with_capacity(request.messages.len());
     for message in request.messages {
-        render_message(message, &mut input);
+        render_message(message, &mut input)?;
     }
     let tools: Vec<FunctionTool<'a>> = request.tools.iter().map(render_tool).collect();
     let tool_choice = (!tools.is_empty()).then_some(match request.tool_choice {
         ToolChoice::Auto => "auto",
         ToolChoice::None => "none",
     });
-    ResponsesBody {
+    Ok(ResponsesBody {
         model: request.model,
         instructions: request.system,
         input,
@@ -111,7 +119,7 @@ pub(crate) fn render<'a>(
         stream,
         store: false,
         include: INCLUDE,
-    }
+    })
 }
 
 fn text_message<'a>(role: &'static str, text: impl Into<Cow<'a, str>>) -> InputItem<'a> {
@@ -123,15 +131,44 @@ fn text_message<'a>(role: &'static str, text: impl Into<Cow<'a, str>>) -> InputI
     InputItem::Message(MessageItem {
         r#type: "message",
         role,
-        content: [TextPart {
-            r#type: part,
-            text: text.into(),
-        }],
+        content: vec![text_part(part, text)],
     })
 }
 
-fn render_message<'a>(message: &'a Message, input: &mut Vec<InputItem<'a>>) {
+fn text_part<'a>(r#type: &'static str, text: impl Into<Cow<'a, str>>) -> ContentPart<'a> {
+    ContentPart {
+        r#type,
+        text: Some(text.into()),
+        image_url: None,
+        detail: None,
+    }
+}
+
+/// A user message with images: its text (when there is any), then one `input_image` each.
+fn user_with_images(message: &Message) -> Result<InputItem<'_>, ModelError> {
+    let text =
+        (!message.content.is_empty()).then(|| text_part("input_text", message.content.as_str()));
+    let images = load_all(&message.images)?
+        .into_iter()
+        .map(|image| ContentPart {
+            r#type: "input_image",
+            text: None,
+            image_url: Some(image.url()),
+            detail: Some("auto"),
+        });
+    Ok(InputItem::Message(MessageItem {
+        r#type: "message",
+        role: "user",
+        content: text.into_iter().chain(images).collect(),
+    }))
+}
+
+fn render_message<'a>(
+    message: &'a Message,
+    input: &mut Vec<InputItem<'a>>,
+) -> Result<(), ModelError> {
     match message.role {
+        Role::User if !message.images.is_empty() => input.push(user_with_images(message)?),
         Role::User => input.push(text_message("user", message.content.as_str())),
         Role::System => input.push(text_message(
             "user",
@@ -144,6 +181,7 @@ fn render_message<'a>(message: &'a Message, input: &mut Vec<InputItem<'a>>) {
         })),
         Role::Assistant => render_assistant(message, input),
     }
+    Ok(())
 }
 
 /// The model's turn: its output items in their original order when the message carries this
@@ -306,7 +344,7 @@ mod tests {
         }];
         let cache = CacheBreakpoints::default();
         let request = request(&messages, &tools, &cache);
-        let body = json_of(&render(&request, true, Some(100)));
+        let body = json_of(&render(&request, true, Some(100)).unwrap());
         assert_eq!(
             body,
             json!({
@@ -346,7 +384,7 @@ mod tests {
             ..Message::assistant("Reading both.")
         }];
         let cache = CacheBreakpoints::default();
-        let body = json_of(&render(&request(&messages, &[], &cache), true, None));
+        let body = json_of(&render(&request(&messages, &[], &cache), true, None).unwrap());
         let kinds: Vec<String> = body["input"]
             .as_array()
             .unwrap()
@@ -395,7 +433,7 @@ mod tests {
         let cache = CacheBreakpoints::default();
         let mut req = request(&messages, &[], &cache);
         req.system = "";
-        let body = json_of(&render(&req, false, None));
+        let body = json_of(&render(&req, false, None).unwrap());
         assert_eq!(
             body,
             json!({
@@ -406,5 +444,30 @@ mod tests {
                 "include": ["reasoning.encrypted_content"],
             })
         );
+    }
+
+    #[test]
+    fn images_are_input_image_parts_after_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.gif");
+        std::fs::write(&path, b"GIF89a").unwrap();
+        let messages = vec![Message::user_with_images(
+            "",
+            vec![talaria_kernel::ImageRef::File {
+                path: path.clone(),
+                media_type: "image/gif".into(),
+            }],
+        )];
+        let cache = CacheBreakpoints::default();
+        let req = request(&messages, &[], &cache);
+        let body = json_of(&render(&req, false, None).unwrap());
+        assert_eq!(
+            body["input"],
+            json!([{"type": "message", "role": "user", "content": [
+                {"type": "input_image", "image_url": "data:image/gif;base64,R0lGODlh", "detail": "auto"},
+            ]}])
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(render(&req, false, None).unwrap_err().class(), "attachment");
     }
 }

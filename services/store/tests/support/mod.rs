@@ -53,7 +53,19 @@ pub fn every_kind() -> Vec<Message> {
         call("call_2", "terminal", r#"{"command":"cargo test"#),
     ];
     vec![
-        Message::user("Please fix the failing test in src/lib.rs"),
+        // Images by reference: a file of the profile's image store and a URL.
+        Message::user_with_images(
+            "Please fix the failing test in src/lib.rs",
+            vec![
+                talaria_kernel::ImageRef::File {
+                    path: "/home/u/.talaria/images/0a1b.png".into(),
+                    media_type: "image/png".into(),
+                },
+                talaria_kernel::ImageRef::Url {
+                    url: "https://example.com/failure.jpg".into(),
+                },
+            ],
+        ),
         Message {
             reasoning: Some("Read the file first, then run the tests.".into()),
             tool_calls: calls.clone(),

@@ -6,6 +6,7 @@
 //! `question` puts `clarify` questions to the user.
 
 mod client;
+mod images;
 mod question;
 
 use std::collections::HashMap;
@@ -292,9 +293,11 @@ async fn connection(
                     );
                 };
                 let text = prompt_text(&request.prompt);
-                if text.trim().is_empty() {
+                let blocks = images::image_blocks(&request.prompt);
+                if text.trim().is_empty() && blocks.is_empty() {
                     return responder.respond_with_error(invalid(
-                        "the prompt has no text (only text and resource links are accepted)",
+                        "the prompt has no text or image (text, images, resource links and \
+                         embedded text are accepted)",
                     ));
                 }
                 if text.len() > MAX_PROMPT_BYTES {
@@ -303,6 +306,18 @@ async fn connection(
                         text.len()
                     )));
                 }
+                // Decoding and scaling is CPU work: off the connection's task.
+                let store = talaria_agent::image_store(&s_prompt.options.home);
+                let prepared =
+                    tokio::task::spawn_blocking(move || images::prepare(blocks, &store)).await;
+                let images = match prepared {
+                    Ok(Ok(images)) => images,
+                    Ok(Err(message)) => return responder.respond_with_error(invalid(message)),
+                    Err(_) => {
+                        return responder
+                            .respond_with_error(internal("preparing the images failed"));
+                    }
+                };
                 let cancel = CancellationToken::new();
                 if !session.begin(cancel.clone()) {
                     return responder.respond_with_error(invalid(
@@ -314,6 +329,7 @@ async fn connection(
                     .jobs
                     .send(Job::Prompt {
                         text,
+                        images,
                         cancel,
                         ended,
                     })
@@ -351,8 +367,8 @@ async fn connection(
 fn initialize_response() -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
-        // Images wait for image input in the kernel; embedded context is read as text.
-        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        // Images are attached to the message; embedded context is read as text.
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
         .mcp_capabilities(McpCapabilities::new().http(true))
         .session_capabilities(
             SessionCapabilities::new()
@@ -683,7 +699,7 @@ fn stop_reason(stop: Stop) -> StopReason {
 }
 
 /// The prompt's text: text blocks, resource links as `[name](uri)`, embedded text resources in
-/// fences. Images and audio are not accepted (`promptCapabilities` says so).
+/// fences. Images are read by [`images::image_blocks`]; audio is not accepted.
 fn prompt_text(blocks: &[ContentBlock]) -> String {
     let parts: Vec<String> = blocks
         .iter()

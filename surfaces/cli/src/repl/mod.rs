@@ -8,9 +8,9 @@ pub mod view;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use talaria_agent::{Agent, AgentOptions, Surface};
+use talaria_agent::{Agent, AgentOptions, Surface, images};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
-use talaria_kernel::{CancellationToken, Exit};
+use talaria_kernel::{CancellationToken, Exit, ImageRef};
 use talaria_profile::{ProfileHome, Settings};
 use talaria_tui::SkinCatalog;
 use tokio::signal::unix::{SignalKind, signal};
@@ -67,6 +67,8 @@ pub struct Repl {
     skins: SkinCatalog,
     view: Arc<View>,
     completion: Arc<Mutex<CompletionSource>>,
+    /// Images that go with the next message (`--image`, a dropped file).
+    attachments: Vec<ImageRef>,
 }
 
 impl Repl {
@@ -94,9 +96,33 @@ impl Repl {
             skins,
             view,
             completion,
+            attachments: Vec::new(),
         };
         repl.refresh_completion();
         repl
+    }
+
+    /// Prepares the image at `path` for the next message, saying what happened.
+    fn attach_file(&mut self, path: &std::path::Path) {
+        match talaria_agent::image_store(&self.home).attach_file(path) {
+            Ok(attached) => {
+                if let Some(note) = attached.note {
+                    self.view.notice(&format!("note: {note}"));
+                }
+                self.attachments.push(attached.image);
+                self.view.notice(&format!(
+                    "attached {} ({} image(s) go with your next message)",
+                    path.display(),
+                    self.attachments.len()
+                ));
+            }
+            Err(error) => self.view.error(&error.to_string()),
+        }
+    }
+
+    /// Attaches prepared images to the next message.
+    pub fn attach(&mut self, images: Vec<ImageRef>) {
+        self.attachments.extend(images);
     }
 
     /// Runs until the user quits; `first` is what was typed while the agent
@@ -139,6 +165,10 @@ impl Repl {
             }
             let effect = if Registry::is_command(input) {
                 self.command(input).await
+            } else if let Some(path) = images::dropped_image_path(input, &self.cwd) {
+                // What a terminal pastes for a dropped file: attach it, send nothing yet.
+                self.attach_file(&path);
+                continue;
             } else {
                 // `//text` sends `/text`.
                 let text = input
@@ -174,6 +204,7 @@ impl Repl {
                 self.rebuild(Some(id)).await;
             }
             Effect::Skin(name) => self.skin(name.as_deref()),
+            Effect::Attach(path) => self.attach_file(&path),
             Effect::Reasoning(show) => {
                 let show = show.unwrap_or(!self.view.shows_reasoning());
                 self.view.set_reasoning(show);
@@ -208,7 +239,11 @@ impl Repl {
         if let Ok(mut running) = slot.lock() {
             *running = Some(cancel.clone());
         }
-        let outcome = self.agent.run(text, &*self.view, &cancel).await;
+        let images = std::mem::take(&mut self.attachments);
+        let outcome = self
+            .agent
+            .run_with_images(text, images, &*self.view, &cancel)
+            .await;
         if let Ok(mut running) = slot.lock() {
             *running = None;
         }

@@ -24,6 +24,20 @@ pub(super) async fn skin(_: &mut Context<'_>, invocation: Invocation) -> Reply {
     Reply::effect(Effect::Skin(invocation.arg(0).map(str::to_owned)), "")
 }
 
+/// Names the image for the surface to attach to the next message (it prepares it: the
+/// registry does no file work). Quotes a terminal adds around a dropped path are removed.
+pub(super) async fn image(ctx: &mut Context<'_>, invocation: Invocation) -> Reply {
+    let Some(text) = invocation.arg(0).filter(|t| !t.trim().is_empty()) else {
+        return Reply::error("usage: /image <path>");
+    };
+    let text = text.trim();
+    let unquoted = ["'", "\""]
+        .iter()
+        .find_map(|q| text.strip_prefix(q).and_then(|t| t.strip_suffix(q)))
+        .unwrap_or(text);
+    Reply::effect(Effect::Attach(ctx.cwd.join(unquoted)), "")
+}
+
 pub(super) async fn reasoning(_: &mut Context<'_>, invocation: Invocation) -> Reply {
     Reply::effect(
         Effect::Reasoning(invocation.arg(0).map(|mode| mode == "show")),

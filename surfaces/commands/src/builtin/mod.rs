@@ -49,6 +49,7 @@ pub static BUILTINS: &[Builtin] = &[
     // Session
     Builtin { name: "new", aliases: &["reset"], args: &[], flags: &[], description: "Start a fresh session (pending /model and /toolsets changes apply)", category: "Session", surfaces: EVERYWHERE, run: handler!(session::new) },
     Builtin { name: "clear", aliases: &[], args: &[], flags: &[], description: "Clear the screen and start a fresh session", category: "Session", surfaces: TERMINAL, run: handler!(session::clear) },
+    Builtin { name: "image", aliases: &[], args: &[ArgSpec::required("path", ArgKind::Text)], flags: &[], description: "Attach an image (PNG, JPEG, GIF or WebP) to your next message", category: "Session", surfaces: TERMINAL, run: handler!(general::image) },
     Builtin { name: "retry", aliases: &[], args: &[], flags: &[], description: "Send the last message again (its answer is discarded)", category: "Session", surfaces: EVERYWHERE, run: handler!(session::retry) },
     Builtin { name: "undo", aliases: &[], args: &[], flags: &[], description: "Remove the last message and everything after it", category: "Session", surfaces: EVERYWHERE, run: handler!(session::undo) },
     Builtin { name: "title", aliases: &[], args: &[ArgSpec::optional("title", ArgKind::Text)], flags: &[], description: "Show or set the session's title", category: "Session", surfaces: EVERYWHERE, run: handler!(session::title) },

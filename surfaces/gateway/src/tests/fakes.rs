@@ -198,8 +198,8 @@ pub const MODEL_CALL: Duration = Duration::from_secs(10);
 /// - anything else: one model call, answers `re: <text>`.
 #[derive(Default)]
 pub struct FakeRunner {
-    /// `start <session> <text>`, `end <session> <text>`, `note <notes>`, `cancelled <text>`,
-    /// `command <session> <line>`.
+    /// `start <session> <text>`, `images <paths>`, `end <session> <text>`, `note <notes>`,
+    /// `cancelled <text>`, `command <session> <line>`.
     pub log: Mutex<Vec<String>>,
     /// Replies for registry commands by line.
     pub commands: Mutex<Vec<(String, CommandReply)>>,
@@ -229,6 +229,14 @@ impl TurnRunner for FakeRunner {
     async fn run_turn(&self, turn: Turn) -> TurnResult {
         let session_id = turn.session_id.clone();
         self.record(format!("start {session_id} {}", turn.text));
+        if !turn.images.is_empty() {
+            let names: Vec<String> = turn
+                .images
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            self.record(format!("images {}", names.join(" ")));
+        }
         let calls = if turn.text.starts_with("slow") { 6 } else { 1 };
         let mut answer = format!("re: {}", turn.text);
         for _ in 0..calls {

@@ -237,6 +237,45 @@ async fn attachments_are_saved_under_the_session_and_named_to_the_agent_by_path(
 }
 
 #[tokio::test(start_paused = true)]
+async fn attachments_whose_bytes_are_images_go_to_the_runner_as_images() {
+    use crate::ports::Attachment;
+
+    let mut h = Harness::start(allowing(&["ann"]));
+    let files = [
+        ("p1", b"\x89PNG\r\n\x1a\n-a-png".to_vec()),
+        // Named and typed as a text file, but its bytes are a JPEG.
+        ("p2", vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2]),
+        ("t1", b"plain words".to_vec()),
+    ];
+    for (id, bytes) in files {
+        h.platform.files.lock().unwrap().insert(id.into(), bytes);
+    }
+    let attachment = |id: &str, name: &str, mime: &str| Attachment {
+        id: id.into(),
+        name: name.into(),
+        mime: mime.into(),
+        size: None,
+    };
+    let mut sent = dm("ann", "what are these?");
+    sent.attachments = vec![
+        attachment("p1", "photo.png", "image/png"),
+        attachment("p2", "odd.txt", "text/plain"),
+        attachment("t1", "fake.png", "image/png"),
+    ];
+    h.platform.write(sent);
+    let answer = h.next_text().await;
+    assert!(answer.contains("saved at"), "{answer}");
+    let session = h.runner.sessions()[0].clone();
+    let dir = h.shared.sessions_dir.join(&session).join("attachments");
+    let images = format!(
+        "images {} {}",
+        dir.join("1-photo.png").display(),
+        dir.join("2-odd.txt").display()
+    );
+    assert!(h.runner.log().contains(&images), "{:?}", h.runner.log());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_pushed_request_is_answered_by_the_adapter_and_its_messages_handled() {
     use crate::ports::WebhookRequest;
 
