@@ -8,6 +8,7 @@
 //! without linking a WebAssembly runtime.
 
 pub mod address;
+mod capabilities;
 pub mod files;
 mod grants;
 mod kind;
