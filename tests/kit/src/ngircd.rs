@@ -75,6 +75,24 @@ impl Ngircd {
     /// `ngircd -n -f CONF` on free loopback ports and waits until it accepts
     /// connections.
     pub fn start(dir: &Path, options: &NgircdOptions) -> std::io::Result<Self> {
+        // A free port can be taken by another test before ngircd binds it:
+        // pick again (only when the ports were ours to pick).
+        let mut attempt = 0;
+        loop {
+            match Self::start_once(dir, options) {
+                Err(error)
+                    if attempt < 4
+                        && options.port.is_none()
+                        && error.to_string().contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    fn start_once(dir: &Path, options: &NgircdOptions) -> std::io::Result<Self> {
         let port = match options.port {
             Some(port) => port,
             None => free_port()?,

@@ -75,13 +75,12 @@ impl Target {
     }
 }
 
-impl HttpPolicy {
-    fn refuse(&self, uri: &http::Uri, reason: &str) -> Sent {
-        let message = format!("refused HTTP request to {uri}: {reason}");
-        self.log.push(LogLevel::Warn, LogSource::Host, &message);
-        let error = Error::InternalError(Some(format!("{DENIED_PREFIX}{message}")));
-        Box::new(async move { Err(error) })
-    }
+/// The error a refused request ends with, logged: the guest reads the
+/// reason after [`DENIED_PREFIX`].
+fn refusal(log: &PluginLog, uri: &http::Uri, reason: &str) -> Error {
+    let message = format!("refused HTTP request to {uri}: {reason}");
+    log.push(LogLevel::Warn, LogSource::Host, &message);
+    Error::InternalError(Some(format!("{DENIED_PREFIX}{message}")))
 }
 
 impl WasiHttpHooks for HttpPolicy {
@@ -107,19 +106,14 @@ impl WasiHttpHooks for HttpPolicy {
             target.port,
             self.egress.secrets.as_ref(),
         ) {
-            return self.refuse(&uri, &reason);
+            let error = refusal(&self.log, &uri, &reason);
+            return Box::new(async move { Err(error) });
         }
         let (egress, net, log) = (self.egress.clone(), self.net.clone(), self.log.clone());
         Box::new(async move {
             let addrs = match egress.destinations(&net, &target.host, target.port).await {
                 Ok(addrs) => addrs,
-                Err(reason) => {
-                    let message = format!("refused HTTP request to {uri}: {reason}");
-                    log.push(LogLevel::Warn, LogSource::Host, &message);
-                    return Err(Error::InternalError(Some(format!(
-                        "{DENIED_PREFIX}{message}"
-                    ))));
-                }
+                Err(reason) => return Err(refusal(&log, &uri, &reason)),
             };
             send_to(request, &addrs, &target, options, &egress.tls).await
         })
