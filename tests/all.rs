@@ -10,6 +10,8 @@ mod acp;
 mod api_server;
 #[path = "all/batch.rs"]
 mod batch;
+#[path = "all/browser.rs"]
+mod browser;
 #[path = "all/cli.rs"]
 mod cli;
 #[path = "all/cron.rs"]

@@ -30,7 +30,9 @@ use crate::exec_setup::exec_services;
 use crate::knowledge::Knowledge;
 use crate::plugins::{StoreSearch, load_plugins};
 use crate::store::MemorySessionStore;
-use crate::tools::{ChildKit, MAX_DEPTH, NativeToolInputs, native_tools};
+use crate::tools::{
+    BROWSER_TOOLS, BrowserTools, ChildKit, MAX_DEPTH, NativeToolInputs, native_tools,
+};
 
 /// Which surface runs the agent; decides the platform hints in the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +253,13 @@ impl Agent {
             messenger,
             cron,
             clarifier,
+            browser: BrowserTools::for_session(
+                &settings.config,
+                home,
+                surface.name(),
+                (side_model.clone(), image_store(home)),
+                &mut notices,
+            ),
             vision: (side_model, image_store(home), surface != Surface::Webhook),
         });
         let mut sources = native.sources;
@@ -672,9 +681,18 @@ fn dispatch_options(
             },
         );
     }
+    let mut profile = Profile::for_surface(surface.name());
+    if settings
+        .browser
+        .surfaces
+        .iter()
+        .any(|s| s == surface.name())
+    {
+        profile.admit("browser", BROWSER_TOOLS);
+    }
     DispatchOptions {
         toolsets,
-        profile: Profile::for_surface(surface.name()),
+        profile,
         selection: Selection {
             enabled: config.enabled.clone(),
             disabled: config.disabled.clone(),

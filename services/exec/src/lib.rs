@@ -37,7 +37,9 @@ pub use gate::{ExecOrigin, Executor, GatedExecutor, command_text};
 pub use processes::{ProcessChunk, ProcessInfo, ProcessTable};
 pub use runner::run;
 pub use shell::shell_quote;
-pub use supervisor::{SUPERVISE_ARG, enable_supervisor, protect_agent_process, supervise_main};
+pub use supervisor::{
+    SUPERVISE_ARG, enable_supervisor, local_command, protect_agent_process, supervise_main,
+};
 pub use workspace::lexical;
 
 /// Environment variables passed from the host's environment to local and

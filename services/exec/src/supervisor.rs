@@ -57,8 +57,10 @@ pub(crate) fn supervisor() -> Option<&'static Path> {
 }
 
 /// A command running `program` with `args` on this machine: under the
-/// supervisor when it is enabled, directly otherwise.
-pub(crate) fn local_command(program: &str, args: &[String]) -> Command {
+/// supervisor when it is enabled, directly otherwise. Long-lived helpers the
+/// host starts itself (the browser tools' Chromium) use it too, so they die
+/// with the agent.
+pub fn local_command(program: &str, args: &[String]) -> Command {
     match supervisor() {
         Some(exe) => supervised_command(exe, program, args),
         None => {

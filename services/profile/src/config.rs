@@ -455,6 +455,9 @@ pub struct ConfigFile {
     /// The web tools' backends.
     #[serde(skip_serializing_if = "is_default")]
     pub web: crate::web_config::WebConfig,
+    /// The browser tools' Chromium and surfaces.
+    #[serde(skip_serializing_if = "is_default")]
+    pub browser: crate::browser_config::BrowserConfig,
 }
 
 /// `talaria serve` (`api_server`).
@@ -599,6 +602,7 @@ impl ConfigFile {
         crate::gateway_config::check(&mut config.gateway, text, path, env)?;
         crate::cron_config::check(config.timezone.as_deref(), &config.cron, text, path)?;
         crate::web_config::check(&config.web, text, path)?;
+        crate::browser_config::check(&config.browser, text, path)?;
         Ok(config)
     }
 

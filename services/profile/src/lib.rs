@@ -6,6 +6,7 @@
 //! Surfaces that only manage the home (`talaria config`, `profile`, `import`)
 //! need this crate alone; `talaria-agent` builds agents from it.
 
+pub mod browser_config;
 pub mod config;
 pub mod config_edit;
 pub mod cron_config;
@@ -23,6 +24,7 @@ pub mod settings;
 pub mod web_config;
 pub mod webhook_config;
 
+pub use browser_config::BrowserConfig;
 pub use config::{ConfigError, ConfigFile};
 pub use cron_config::CronConfig;
 pub use env::EnvLayer;

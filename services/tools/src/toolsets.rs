@@ -48,6 +48,7 @@ const CORE: &[&str] = &[
     "session_search",
     "clarify",
     "web",
+    "browser",
     "vision",
     "code_execution",
     "delegation",
@@ -168,16 +169,18 @@ impl Profile {
         };
         match surface {
             "cli" | "acp" | "gateway" => open(&[]),
-            // Nobody is there to answer a question.
-            "mcp" | "api" => open(&["clarify"]),
+            // Nobody is there to answer a question; a browser only when the
+            // user's configuration asks for one here (see `admit`).
+            "mcp" | "api" => open(&["clarify", "browser"]),
             // A scheduled run, or a batch item, neither asks, nor schedules
             // more runs, nor writes to chats on its own.
             "cron" | "batch" => Self {
                 excluded_tools: strings(&["clarify", "cronjob", "send_message"]),
-                ..open(&["clarify"])
+                ..open(&["clarify", "browser"])
             },
             // A delegated child neither delegates further, asks the user nor
-            // writes the parent's memory.
+            // writes the parent's memory; nor does it share the parent's
+            // browser tab, which concurrent children would fight over.
             "child" => Self {
                 excluded_tools: strings(&[
                     "delegate_task",
@@ -186,7 +189,7 @@ impl Profile {
                     "send_message",
                     "execute_code",
                 ]),
-                ..open(&["delegation", "clarify", "memory"])
+                ..open(&["delegation", "clarify", "memory", "browser"])
             },
             _ => Self {
                 name: surface.to_owned(),
@@ -201,6 +204,27 @@ impl Profile {
                     "clarify",
                 ])),
             },
+        }
+    }
+}
+
+impl Profile {
+    /// Lets the profile use `toolset` (made of `tools`) after all: the
+    /// user's configuration offers it on this surface. Only configuration
+    /// does this, never the model or a plugin.
+    pub fn admit(&mut self, toolset: &str, tools: &[&str]) {
+        self.excluded.retain(|name| name != toolset);
+        self.excluded_tools
+            .retain(|name| !tools.contains(&name.as_str()));
+        if !self
+            .toolsets
+            .iter()
+            .any(|name| name == "all" || name == toolset)
+        {
+            self.toolsets.push(toolset.to_owned());
+        }
+        if let Some(only) = &mut self.only_tools {
+            only.extend(tools.iter().map(|tool| (*tool).to_owned()));
         }
     }
 }
@@ -288,6 +312,8 @@ mod tests {
             entry("clarify", "clarify", false),
             entry("cronjob", "cronjob", false),
             entry("send_message", "messaging", false),
+            entry("browser_navigate", "browser", true),
+            entry("browser_click", "browser", false),
         ]
     }
 
@@ -344,6 +370,8 @@ mod tests {
         assert_eq!(
             names(&visible),
             [
+                "browser_click",
+                "browser_navigate",
                 "clarify",
                 "cronjob",
                 "read_file",
@@ -368,6 +396,34 @@ mod tests {
         // `clarify` is listed for webhooks but is not read-only (and no
         // clarifier is ever given there): it stays out.
         assert_eq!(names(&visible), ["web_search"]);
+    }
+
+    #[test]
+    fn the_browser_is_only_where_configuration_admits_it() {
+        let visible = |profile: &Profile| {
+            let (visible, _) =
+                Selection::default().visible(&Toolsets::default(), profile, &entries());
+            visible
+        };
+        for surface in ["cli", "acp", "gateway"] {
+            assert!(
+                visible(&Profile::for_surface(surface)).contains("browser_click"),
+                "{surface}"
+            );
+        }
+        for surface in ["api", "mcp", "cron", "batch", "webhook"] {
+            let mut profile = Profile::for_surface(surface);
+            assert!(!visible(&profile).contains("browser_navigate"), "{surface}");
+            profile.admit("browser", &["browser_navigate", "browser_click"]);
+            let admitted = visible(&profile);
+            assert!(admitted.contains("browser_navigate"), "{surface}");
+            // A webhook stays read-only: browsing, never clicking.
+            assert_eq!(
+                admitted.contains("browser_click"),
+                surface != "webhook",
+                "{surface}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,8 @@
 
 mod anthropic;
 pub mod assertions;
+#[cfg(feature = "devtools")]
+mod devtools;
 mod http;
 pub mod ngircd;
 mod openai;
@@ -37,6 +39,8 @@ mod static_files;
 pub mod telegram;
 mod website;
 
+#[cfg(feature = "devtools")]
+pub use devtools::{DevToolsCall, FakeDevTools, FakePage};
 pub use recorder::{Image, Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
 pub use script::{Script, ScriptError, Step, StepKind, ToolCall};
 pub use server::{LineEnding, ScriptedServer, ServerOptions};

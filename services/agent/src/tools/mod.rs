@@ -6,7 +6,8 @@
 //! `todo`, `memory`, the skill tools, `session_search`, `execute_code` (calls
 //! back into the dispatcher), `delegate_task` (builds child agents),
 //! `send_message` (the gateway's connections), `cronjob` (the profile's jobs,
-//! changed only through the approval layer), `clarify` (the surface's user).
+//! changed only through the approval layer), `clarify` (the surface's user),
+//! the browser tools (a Chromium process per session).
 //! Everything that touches the world (files, processes, the network) is a
 //! plugin, granted its capabilities by the user: `fs`, `terminal`, web tools.
 //!
@@ -15,6 +16,7 @@
 //! (`execute_code` runs scripts through the session's approval-gated
 //! executor; its tool calls go back through the hooked dispatcher).
 
+mod browser;
 mod clarify;
 mod cronjob;
 mod delegate;
@@ -39,6 +41,7 @@ use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use crate::auxiliary::Auxiliary;
 use crate::knowledge::Knowledge;
 
+pub use browser::{BROWSER_TOOLS, BrowserTools};
 pub use clarify::{CLARIFY, ClarifyTool, MAX_CHOICES};
 pub use cronjob::{CronJobSetup, CronJobTool};
 pub use delegate::{ChildKit, DelegateTool, MAX_CHILDREN, MAX_DEPTH};
@@ -94,6 +97,8 @@ pub(crate) struct NativeToolInputs<'a> {
     /// The model `vision_analyze` asks (the auxiliary one, else the main one), the image store,
     /// and whether it may read local files (not for a webhook's outside payload).
     pub vision: (Arc<Auxiliary>, talaria_images::ImageStore, bool),
+    /// The browser tools, when the surface offers them and Chromium is there.
+    pub browser: Option<BrowserTools>,
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -123,6 +128,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         cron,
         clarifier,
         vision,
+        browser,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -166,6 +172,9 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     ];
     if let Some(clarifier) = clarifier {
         sources.push(Arc::new(ClarifyTool::new(clarifier)));
+    }
+    if let Some(browser) = browser {
+        sources.push(Arc::new(browser));
     }
     NativeToolSet {
         sources,

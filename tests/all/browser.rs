@@ -1,0 +1,249 @@
+//! The browser tools through the real binary. The light test drives a fake
+//! DevTools endpoint (testkit) that a stand-in program announces where
+//! Chromium would, and checks the session's browser process is gone when
+//! the run ends. The heavy ones (`./scripts/test --heavy`, which installs
+//! Debian's Chromium) browse pages served by the test with a real browser.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::*;
+use serde_json::json;
+use talaria_testkit::{FakeDevTools, FakePage, Image, Page, Script, ScriptedServer, Step, WebSite};
+
+fn ax_node(
+    id: u32,
+    parent: Option<u32>,
+    role: &str,
+    name: &str,
+    children: &[u32],
+) -> serde_json::Value {
+    let mut node = json!({
+        "nodeId": id.to_string(),
+        "ignored": false,
+        "role": {"type": "role", "value": role},
+        "name": {"type": "computedString", "value": name},
+        "childIds": children.iter().map(u32::to_string).collect::<Vec<_>>(),
+        "backendDOMNodeId": id + 40,
+    });
+    if let Some(parent) = parent {
+        node["parentId"] = json!(parent.to_string());
+    }
+    node
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
+    let devtools = FakeDevTools::spawn(FakePage {
+        title: "Example Shop".into(),
+        ax_nodes: json!([
+            ax_node(1, None, "RootWebArea", "Example Shop", &[2, 3]),
+            ax_node(2, Some(1), "StaticText", "Fresh bread daily", &[]),
+            ax_node(3, Some(1), "button", "Buy", &[]),
+        ]),
+    })
+    .unwrap();
+    let home = Home::new();
+    let pid_file = home.path().join("browser.pid");
+    let program = devtools.fake_chromium(home.path(), &pid_file).unwrap();
+    home.write_config(&format!("browser:\n  executable: {}\n", program.display()));
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "browser_navigate",
+            json!({"url": "https://shop.example/"}).to_string(),
+        ),
+        Step::tool_call("browser_snapshot", "{}"),
+        Step::tool_call("browser_click", json!({"ref": "e7"}).to_string()),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "look at the shop", &[]));
+    assert_code(&output, 0);
+    let results = tool_results(&server, 3);
+    assert_eq!(results.len(), 3, "{results:?}\n{}", stderr(&output));
+    assert_contains(&results[0], "\"title\":\"Example Shop\"");
+    assert_contains(&results[0], "\"url\":\"https://shop.example/\"");
+    assert_contains(&results[1], "text: Fresh bread daily");
+    assert_contains(&results[1], "button \"Buy\" [ref=e1]");
+    assert_contains(&results[2], "unknown ref 'e7'");
+
+    let methods: Vec<String> = devtools.calls().into_iter().map(|c| c.method).collect();
+    let navigate = devtools
+        .calls()
+        .into_iter()
+        .find(|c| c.method == "Page.navigate")
+        .unwrap();
+    assert_eq!(navigate.params["url"], "https://shop.example/");
+    let downloads = devtools
+        .calls()
+        .into_iter()
+        .find(|c| c.method == "Browser.setDownloadBehavior")
+        .unwrap_or_else(|| panic!("downloads were not refused: {methods:?}"));
+    assert_eq!(downloads.params["behavior"], "deny");
+
+    // The run is over: its browser and its private profile are gone.
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(
+        "the browser to be killed",
+        std::time::Duration::from_secs(5),
+        || !alive(pid),
+    );
+    let profiles = home.path().join("tmp/browser");
+    let left = std::fs::read_dir(&profiles)
+        .map(Iterator::count)
+        .unwrap_or(0);
+    assert_eq!(left, 0, "profiles left in {}", profiles.display());
+}
+
+#[test]
+fn a_browser_that_cannot_run_is_not_offered() {
+    let home = Home::new();
+    home.write_config("browser:\n  executable: /nonexistent/chromium\n");
+    let server = ScriptedServer::spawn(Script::new([Step::text("done")])).unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "hi", &[]));
+    assert_code(&output, 0);
+    let tools = server.requests()[0].tools_raw();
+    assert!(!tools.contains("browser_navigate"), "{tools}");
+    assert_contains(
+        &stderr(&output),
+        "browser.executable /nonexistent/chromium is not an executable file",
+    );
+}
+
+const HOME_PAGE: &str = r#"<!doctype html><html><head><title>Shop</title></head><body>
+<h1>Welcome to the shop</h1>
+<p id="status">Nothing happened yet</p>
+<button onclick="document.getElementById('status').textContent = 'Button was clicked'">Change it</button>
+<form action="/ordered" method="get"><label>Name <input name="name"></label></form>
+</body></html>"#;
+
+fn shop() -> WebSite {
+    WebSite::spawn(BTreeMap::from([
+        ("/".to_owned(), Page::html(HOME_PAGE)),
+        (
+            "/ordered".to_owned(),
+            Page::html("<title>Thanks</title><p>Your order is in.</p>"),
+        ),
+    ]))
+    .unwrap()
+}
+
+/// Pids of processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "heavy: needs Chromium (./scripts/test --heavy installs it)"]
+fn a_real_browser_reads_clicks_types_goes_back_and_looks() {
+    let site = shop();
+    let home = Home::new();
+    home.write_config("security:\n  allow_private_urls: true\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "browser_navigate",
+            json!({"url": format!("{}/", site.url())}).to_string(),
+        ),
+        Step::tool_call("browser_snapshot", "{}"),
+        Step::tool_call("browser_click", json!({"ref": "e1"}).to_string()),
+        Step::tool_call(
+            "browser_type",
+            json!({"ref": "e2", "text": "Ada"}).to_string(),
+        ),
+        Step::tool_call("browser_press", json!({"key": "Enter"}).to_string()),
+        Step::tool_call("browser_back", "{}"),
+        Step::tool_call("browser_snapshot", "{}"),
+        Step::tool_call(
+            "browser_vision",
+            json!({"question": "What does the page say?"}).to_string(),
+        ),
+        // The vision model's answer (the main model: no auxiliary one is set).
+        Step::text("It welcomes you to the shop."),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "shop for me", &[]));
+    assert_code(&output, 0);
+    let results = tool_results(&server, 9);
+    assert_eq!(results.len(), 8, "{results:?}\n{}", stderr(&output));
+    assert_contains(&results[0], "\"title\":\"Shop\"");
+    assert_contains(&results[1], "Nothing happened yet");
+    assert_contains(&results[1], "button \"Change it\" [ref=e1]");
+    assert_contains(&results[2], "\"navigated\":false");
+    assert_contains(&results[3], "\"typed\":\"Ada\"");
+    assert_contains(&results[4], "\"navigated\":true");
+    assert_contains(&results[4], "/ordered?name=Ada");
+    assert!(
+        site.visits()
+            .iter()
+            .any(|v| v.target == "/ordered?name=Ada")
+    );
+    assert_contains(&results[5], "\"title\":\"Shop\"");
+    // Back on the first page, reloaded: the click's change is gone again.
+    assert_contains(&results[6], "Welcome to the shop");
+    assert_contains(&results[7], "It welcomes you to the shop.");
+    // The screenshot reached the model as a PNG.
+    let vision = &server.requests()[8];
+    let images: Vec<Image> = vision
+        .messages()
+        .into_iter()
+        .flat_map(|m| m.images)
+        .collect();
+    assert!(
+        matches!(images.as_slice(), [Image::Inline { media_type, .. }] if media_type == "image/png"),
+        "{images:?}"
+    );
+    // No browser outlives the run.
+    let profiles = home.path().join("tmp/browser");
+    wait_until(
+        "the browser to end",
+        std::time::Duration::from_secs(5),
+        || processes_mentioning(&profiles.display().to_string()).is_empty(),
+    );
+}
+
+#[test]
+#[ignore = "heavy: needs Chromium (./scripts/test --heavy installs it)"]
+fn a_real_browser_refuses_private_addresses_without_the_setting() {
+    let site = shop();
+    let home = Home::new();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "browser_navigate",
+            json!({"url": format!("{}/", site.url())}).to_string(),
+        ),
+        Step::tool_call(
+            "browser_navigate",
+            json!({"url": "file:///etc/hostname"}).to_string(),
+        ),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "open it", &[]));
+    assert_code(&output, 0);
+    let results = tool_results(&server, 2);
+    assert_contains(&results[0], "is loopback");
+    assert_contains(&results[0], "security.allow_private_urls");
+    assert_contains(&results[1], "only http and https");
+    assert!(site.visits().is_empty(), "{:?}", site.visits());
+}
