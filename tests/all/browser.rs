@@ -247,3 +247,42 @@ fn a_real_browser_refuses_private_addresses_without_the_setting() {
     assert_contains(&results[1], "only http and https");
     assert!(site.visits().is_empty(), "{:?}", site.visits());
 }
+
+#[test]
+#[ignore = "heavy: needs Chromium (./scripts/test --heavy installs it)"]
+fn no_browser_outlives_a_killed_agent() {
+    let site = shop();
+    let home = Home::new();
+    home.write_config("security:\n  allow_private_urls: true\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call(
+            "browser_navigate",
+            json!({"url": format!("{}/", site.url())}).to_string(),
+        ),
+        Step::stall(std::time::Duration::from_secs(120)),
+    ]))
+    .unwrap();
+    let work = home.workdir();
+    let mut command = home.query_in(work.path(), &server, "browse", &[]);
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = command.spawn().unwrap();
+    let profiles = home.path().join("tmp/browser").display().to_string();
+    wait_until(
+        "the browser to open the page",
+        std::time::Duration::from_secs(60),
+        || server.requests().len() >= 2 && !processes_mentioning(&profiles).is_empty(),
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait(child);
+    wait_until(
+        "the browser to die with the agent",
+        std::time::Duration::from_secs(10),
+        || processes_mentioning(&profiles).is_empty(),
+    );
+}

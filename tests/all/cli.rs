@@ -327,6 +327,8 @@ fn json_mode_prints_one_event_per_line() {
 #[test]
 fn mistakes_of_the_model_reach_it_as_tool_results() {
     let home = Home::new();
+    // The same list whether or not a Chromium is installed here.
+    home.write_config("tools:\n  disabled: [browser]\n");
     let server = ScriptedServer::spawn(Script::new([
         Step::tool_calls([
             ToolCall::new("no_such_tool", "{}"),
