@@ -45,6 +45,7 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
             ax_node(2, Some(1), "StaticText", "Fresh bread daily", &[]),
             ax_node(3, Some(1), "button", "Buy", &[]),
         ]),
+        hang_on: None,
     })
     .unwrap();
     let home = Home::new();

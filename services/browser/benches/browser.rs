@@ -7,8 +7,10 @@
 //!   (the same session's browser: navigation and snapshot);
 //! - the browser's memory: the peak resident set of each of its processes
 //!   (`VmHWM`), summed over the process group, after a navigation and a
-//!   snapshot of the page;
-//! - processes left once the session's browser is dropped (must be 0).
+//!   snapshot of the page (an upper bound: pages shared between the processes count
+//!   once per process), and their proportional set size then (shared pages split);
+//! - how long after the session's browser is dropped its last process is
+//!   gone, and how many are left 5 s after (must be 0).
 //!
 //! `cargo bench -p talaria-browser --bench browser`. Prints min/median/max tables.
 
@@ -32,8 +34,9 @@ fn page() -> String {
     )
 }
 
-/// Kibibytes of `field` (`VmHWM`, `VmRSS`) of each process in group `group`, summed.
-fn group_kib(group: u32, field: &str) -> (u64, usize) {
+/// Kibibytes of `field` of `/proc/PID/{file}` (`status`: `VmHWM`, `VmRSS`; `smaps_rollup`:
+/// `Pss`) of each live process in group `group`, summed, and how many processes there are.
+fn group_kib(group: u32, file: &str, field: &str) -> (u64, usize) {
     let mut total = 0;
     let mut count = 0;
     for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
@@ -47,17 +50,16 @@ fn group_kib(group: u32, field: &str) -> (u64, usize) {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // Field 5 (after the parenthesised name) is the process group.
+        // After the parenthesised name: the state, the parent, the process group.
         let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-        let pgrp = after_name
-            .split_whitespace()
-            .nth(2)
-            .and_then(|g| g.parse::<u32>().ok());
-        if pgrp != Some(group) {
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let pgrp = fields.get(2).and_then(|g| g.parse::<u32>().ok());
+        // A zombie has exited; it only waits for its parent to collect it.
+        if pgrp != Some(group) || fields.first() == Some(&"Z") {
             continue;
         }
         count += 1;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
         total += status
             .lines()
             .find_map(|line| line.strip_prefix(&format!("{field}:")))
@@ -86,8 +88,9 @@ async fn main() {
     let site = WebSite::spawn(BTreeMap::from([("/".to_owned(), Page::html(page()))])).unwrap();
     let url = format!("{}/", site.url());
     let profiles = tempfile::tempdir().unwrap();
-    let (mut cold, mut warm, mut peak, mut processes, mut left) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut cold, mut warm, mut peak, mut processes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut gone, mut left, mut pss) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let browser = Browser::new(BrowserSettings {
             executable: executable.clone(),
@@ -107,12 +110,18 @@ async fn main() {
             warm.push(started.elapsed().as_secs_f64() * 1000.0);
         }
         let group = browser.process_id().await.unwrap();
-        let (kib, count) = group_kib(group, "VmHWM");
+        let (kib, count) = group_kib(group, "status", "VmHWM");
+        pss.push(group_kib(group, "smaps_rollup", "Pss").0 as f64 / 1024.0);
         peak.push(kib as f64 / 1024.0);
         processes.push(count as f64);
+        let ended = Instant::now();
         drop(browser);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        left.push(group_kib(group, "VmRSS").1 as f64);
+        while group_kib(group, "status", "VmRSS").1 > 0 && ended.elapsed() < Duration::from_secs(5)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        gone.push(ended.elapsed().as_secs_f64() * 1000.0);
+        left.push(group_kib(group, "status", "VmRSS").1 as f64);
     }
     println!("browser: {}", executable.display());
     println!(
@@ -134,6 +143,12 @@ async fn main() {
         peak,
         "MiB",
     );
+    row(
+        "browser memory after it (Pss: shared pages split)",
+        pss,
+        "MiB",
+    );
     row("browser processes per session", processes, "");
-    row("browser processes left after the session", left, "");
+    row("time until every browser process is gone", gone, "ms");
+    row("browser processes left 5 s after the session", left, "");
 }

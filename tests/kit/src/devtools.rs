@@ -22,6 +22,8 @@ pub struct FakePage {
     pub title: String,
     /// What `Accessibility.getFullAXTree` answers (its `nodes`).
     pub ax_nodes: Value,
+    /// A command never answered (a hung browser), if any.
+    pub hang_on: Option<String>,
 }
 
 /// A command the endpoint received.
@@ -98,6 +100,9 @@ fn serve(stream: TcpStream, page: &FakePage, seen: &Mutex<Vec<DevToolsCall>>) ->
                 method: method.clone(),
                 params: params.clone(),
             });
+        }
+        if page.hang_on.as_deref() == Some(method.as_str()) {
+            continue;
         }
         let title = if url == "about:blank" {
             ""

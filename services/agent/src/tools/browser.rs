@@ -367,7 +367,92 @@ fn specs() -> Vec<(ToolSpec, bool)> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use talaria_kernel::{ModelError, ModelProvider, ModelRequest, ModelResponse, StreamSink};
+    use talaria_testkit::{FakeDevTools, FakePage};
+
     use super::*;
+
+    /// The vision model, never asked in these tests.
+    struct NoModel;
+
+    #[async_trait]
+    impl ModelProvider for NoModel {
+        fn name(&self) -> &str {
+            "none"
+        }
+
+        async fn complete(
+            &self,
+            _: ModelRequest<'_>,
+            _: &dyn StreamSink,
+            _: &CancellationToken,
+        ) -> Result<ModelResponse, ModelError> {
+            Err(ModelError::Cancelled)
+        }
+    }
+
+    fn alive(pid: &str) -> bool {
+        Path::new(&format!("/proc/{}", pid.trim())).exists()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_interrupted_call_closes_the_browser() {
+        let devtools = FakeDevTools::spawn(FakePage {
+            title: "Slow".into(),
+            ax_nodes: json!([]),
+            hang_on: Some("Page.navigate".into()),
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pid_file = dir.path().join("browser.pid");
+        let program = devtools
+            .fake_chromium(dir.path(), &pid_file)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut config = ConfigFile::default();
+        config.browser.executable = Some(program);
+        let home = ProfileHome::at(dir.path().join("home"));
+        let vision = Arc::new(Auxiliary::new(Arc::new(NoModel), "none"));
+        let images = ImageStore::new(dir.path().join("images"));
+        let tools =
+            BrowserTools::for_session(&config, &home, "cli", (vision, images), &mut Vec::new())
+                .unwrap_or_else(|| panic!("not offered"));
+        let call = ValidatedCall {
+            call: talaria_kernel::ToolCall {
+                id: "c1".into(),
+                name: "browser_navigate".into(),
+                arguments: r#"{"url": "https://slow.example/"}"#.into(),
+            },
+            arguments: json!({"url": "https://slow.example/"}),
+        };
+        let cancel = CancellationToken::new();
+        let interrupt = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            interrupt.cancel();
+        });
+        let context = ToolContext {
+            session_id: "s".into(),
+        };
+        let result = tools.call(&call, &context, &cancel).await;
+        assert!(
+            result.is_error && result.content.contains("interrupted"),
+            "{result:?}"
+        );
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..50 {
+            if !alive(&pid) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(!alive(&pid), "the browser outlived the interrupted call");
+        assert!(
+            devtools.calls().iter().any(|c| c.method == "Page.navigate"),
+            "the call never reached the browser"
+        );
+    }
 
     #[test]
     fn every_tool_has_hermes_name_and_arguments() {
