@@ -38,13 +38,26 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
+    // A long page: 2,100 rows after the text and the button.
+    let rows: Vec<u32> = (4..2104).collect();
+    let mut nodes = vec![
+        ax_node(
+            1,
+            None,
+            "RootWebArea",
+            "Example Shop",
+            &[[2, 3].as_slice(), &rows].concat(),
+        ),
+        ax_node(2, Some(1), "StaticText", "Fresh bread daily", &[]),
+        ax_node(3, Some(1), "button", "Buy", &[]),
+    ];
+    nodes.extend(
+        rows.iter()
+            .map(|&id| ax_node(id, Some(1), "StaticText", &format!("Row {id}"), &[])),
+    );
     let devtools = FakeDevTools::spawn(FakePage {
         title: "Example Shop".into(),
-        ax_nodes: json!([
-            ax_node(1, None, "RootWebArea", "Example Shop", &[2, 3]),
-            ax_node(2, Some(1), "StaticText", "Fresh bread daily", &[]),
-            ax_node(3, Some(1), "button", "Buy", &[]),
-        ]),
+        ax_nodes: json!(nodes),
         hang_on: None,
     })
     .unwrap();
@@ -71,6 +84,16 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
     assert_contains(&results[0], "\"url\":\"https://shop.example/\"");
     assert_contains(&results[1], "text: Fresh bread daily");
     assert_contains(&results[1], "button \"Buy\" [ref=e1]");
+    // Over the result budget (2,000 lines): the rest waits in a file.
+    assert_contains(&results[1], "is saved at ");
+    let saved = results[1]
+        .split("is saved at ")
+        .nth(1)
+        .unwrap()
+        .split(" …]")
+        .next()
+        .unwrap();
+    assert_contains(&std::fs::read_to_string(saved).unwrap(), "text: Row 2103");
     assert_contains(&results[2], "unknown ref 'e7'");
 
     let methods: Vec<String> = devtools.calls().into_iter().map(|c| c.method).collect();
