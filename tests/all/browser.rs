@@ -32,6 +32,21 @@ fn ax_node(
     node
 }
 
+/// A tool call of the scripted model, its arguments as JSON.
+fn call(tool: &str, arguments: serde_json::Value) -> Step {
+    Step::tool_call(tool, arguments.to_string())
+}
+
+/// One run whose model follows `steps`: the server (what it recorded) and
+/// the run's output; the run must succeed.
+fn browse(home: &Home, steps: Vec<Step>) -> (ScriptedServer, std::process::Output) {
+    let server = ScriptedServer::spawn(Script::new(steps)).unwrap();
+    let work = home.workdir();
+    let output = run(home.query_in(work.path(), &server, "browse", &[]));
+    assert_code(&output, 0);
+    (server, output)
+}
+
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -65,19 +80,15 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
     let pid_file = home.path().join("browser.pid");
     let program = devtools.fake_chromium(home.path(), &pid_file).unwrap();
     home.write_config(&format!("browser:\n  executable: {}\n", program.display()));
-    let server = ScriptedServer::spawn(Script::new([
-        Step::tool_call(
-            "browser_navigate",
-            json!({"url": "https://shop.example/"}).to_string(),
-        ),
-        Step::tool_call("browser_snapshot", "{}"),
-        Step::tool_call("browser_click", json!({"ref": "e7"}).to_string()),
-        Step::text("done"),
-    ]))
-    .unwrap();
-    let work = home.workdir();
-    let output = run(home.query_in(work.path(), &server, "look at the shop", &[]));
-    assert_code(&output, 0);
+    let (server, output) = browse(
+        &home,
+        vec![
+            call("browser_navigate", json!({"url": "https://shop.example/"})),
+            call("browser_snapshot", json!({})),
+            call("browser_click", json!({"ref": "e7"})),
+            Step::text("done"),
+        ],
+    );
     let results = tool_results(&server, 3);
     assert_eq!(results.len(), 3, "{results:?}\n{}", stderr(&output));
     assert_contains(&results[0], "\"title\":\"Example Shop\"");
@@ -132,10 +143,7 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
 fn a_browser_that_cannot_run_is_not_offered() {
     let home = Home::new();
     home.write_config("browser:\n  executable: /nonexistent/chromium\n");
-    let server = ScriptedServer::spawn(Script::new([Step::text("done")])).unwrap();
-    let work = home.workdir();
-    let output = run(home.query_in(work.path(), &server, "hi", &[]));
-    assert_code(&output, 0);
+    let (server, output) = browse(&home, vec![Step::text("done")]);
     let tools = server.requests()[0].tools_raw();
     assert!(!tools.contains("browser_navigate"), "{tools}");
     assert_contains(
@@ -181,32 +189,28 @@ fn a_real_browser_reads_clicks_types_goes_back_and_looks() {
     let site = shop();
     let home = Home::new();
     home.write_config("security:\n  allow_private_urls: true\n");
-    let server = ScriptedServer::spawn(Script::new([
-        Step::tool_call(
-            "browser_navigate",
-            json!({"url": format!("{}/", site.url())}).to_string(),
-        ),
-        Step::tool_call("browser_snapshot", "{}"),
-        Step::tool_call("browser_click", json!({"ref": "e1"}).to_string()),
-        Step::tool_call(
-            "browser_type",
-            json!({"ref": "e2", "text": "Ada"}).to_string(),
-        ),
-        Step::tool_call("browser_press", json!({"key": "Enter"}).to_string()),
-        Step::tool_call("browser_back", "{}"),
-        Step::tool_call("browser_snapshot", "{}"),
-        Step::tool_call(
-            "browser_vision",
-            json!({"question": "What does the page say?"}).to_string(),
-        ),
-        // The vision model's answer (the main model: no auxiliary one is set).
-        Step::text("It welcomes you to the shop."),
-        Step::text("done"),
-    ]))
-    .unwrap();
-    let work = home.workdir();
-    let output = run(home.query_in(work.path(), &server, "shop for me", &[]));
-    assert_code(&output, 0);
+    let (server, output) = browse(
+        &home,
+        vec![
+            call(
+                "browser_navigate",
+                json!({"url": format!("{}/", site.url())}),
+            ),
+            call("browser_snapshot", json!({})),
+            call("browser_click", json!({"ref": "e1"})),
+            call("browser_type", json!({"ref": "e2", "text": "Ada"})),
+            call("browser_press", json!({"key": "Enter"})),
+            call("browser_back", json!({})),
+            call("browser_snapshot", json!({})),
+            call(
+                "browser_vision",
+                json!({"question": "What does the page say?"}),
+            ),
+            // The vision model's answer (the main model: no auxiliary one is set).
+            Step::text("It welcomes you to the shop."),
+            Step::text("done"),
+        ],
+    );
     let results = tool_results(&server, 9);
     assert_eq!(results.len(), 8, "{results:?}\n{}", stderr(&output));
     assert_contains(&results[0], "\"title\":\"Shop\"");
@@ -250,21 +254,17 @@ fn a_real_browser_reads_clicks_types_goes_back_and_looks() {
 fn a_real_browser_refuses_private_addresses_without_the_setting() {
     let site = shop();
     let home = Home::new();
-    let server = ScriptedServer::spawn(Script::new([
-        Step::tool_call(
-            "browser_navigate",
-            json!({"url": format!("{}/", site.url())}).to_string(),
-        ),
-        Step::tool_call(
-            "browser_navigate",
-            json!({"url": "file:///etc/hostname"}).to_string(),
-        ),
-        Step::text("done"),
-    ]))
-    .unwrap();
-    let work = home.workdir();
-    let output = run(home.query_in(work.path(), &server, "open it", &[]));
-    assert_code(&output, 0);
+    let (server, _) = browse(
+        &home,
+        vec![
+            call(
+                "browser_navigate",
+                json!({"url": format!("{}/", site.url())}),
+            ),
+            call("browser_navigate", json!({"url": "file:///etc/hostname"})),
+            Step::text("done"),
+        ],
+    );
     let results = tool_results(&server, 2);
     assert_contains(&results[0], "is loopback");
     assert_contains(&results[0], "security.allow_private_urls");
@@ -279,9 +279,9 @@ fn no_browser_outlives_a_killed_agent() {
     let home = Home::new();
     home.write_config("security:\n  allow_private_urls: true\n");
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_call(
+        call(
             "browser_navigate",
-            json!({"url": format!("{}/", site.url())}).to_string(),
+            json!({"url": format!("{}/", site.url())}),
         ),
         Step::stall(std::time::Duration::from_secs(120)),
     ]))
@@ -308,5 +308,95 @@ fn no_browser_outlives_a_killed_agent() {
         "the browser to die with the agent",
         std::time::Duration::from_secs(10),
         || processes_mentioning(&profiles).is_empty(),
+    );
+}
+
+#[test]
+fn a_chat_keeps_its_browser_between_messages() {
+    use talaria_testkit::telegram::{BotAction, FakeChat, FakeUser, TelegramFake};
+    build_plugins();
+    const TOKEN: &str = "7000001:test-token-of-the-fake";
+    let devtools = FakeDevTools::spawn(FakePage {
+        title: "Example Shop".into(),
+        ax_nodes: json!([
+            ax_node(1, None, "RootWebArea", "Example Shop", &[2]),
+            ax_node(2, Some(1), "StaticText", "Fresh bread daily", &[]),
+        ]),
+        hang_on: None,
+    })
+    .unwrap();
+    let telegram = TelegramFake::spawn(TOKEN).unwrap();
+    let model = ScriptedServer::spawn(Script::new([
+        call("browser_navigate", json!({"url": "https://shop.example/"})),
+        Step::text("opened it"),
+        call("browser_snapshot", json!({})),
+        Step::text("it sells bread"),
+    ]))
+    .unwrap();
+    let home = Home::new();
+    let pid_file = home.path().join("browser.pid");
+    let program = devtools.fake_chromium(home.path(), &pid_file).unwrap();
+    home.write_config(&format!(
+        "browser:\n  executable: {}\n\
+         gateway:\n  platforms:\n    telegram:\n      bot_token: ${{TG_TOKEN}}\n      \
+         api_base: {}\n      poll_timeout_secs: 1\n      allowed_users: ['1001']\n",
+        program.display(),
+        telegram.api_base()
+    ));
+    let gateway = crate::gateway::spawn_gateway(&home, &model, &[("TG_TOKEN", TOKEN)]);
+    let ann = FakeUser::new(1001, "Ann");
+    let chat = FakeChat::private(&ann);
+    let answers = || {
+        telegram
+            .sent()
+            .into_iter()
+            .filter(|action| matches!(action, BotAction::Message { chat_id: 1001, .. }))
+            .count()
+    };
+    telegram.push_user_message(&chat, &ann, "open the shop");
+    wait_until(
+        "the first answer",
+        std::time::Duration::from_secs(60),
+        || answers() == 1,
+    );
+    telegram.push_user_message(&chat, &ann, "what is on it?");
+    wait_until(
+        "the second answer",
+        std::time::Duration::from_secs(60),
+        || answers() == 2,
+    );
+
+    // The second message's agent read the page the first one opened: one
+    // browser, attached to once.
+    let snapshot = tool_results(&model, 3).pop().unwrap();
+    assert!(
+        snapshot.contains("URL: https://shop.example/"),
+        "{snapshot}\n{:?}",
+        devtools
+            .calls()
+            .iter()
+            .map(|c| &c.method)
+            .collect::<Vec<_>>()
+    );
+    assert_contains(&snapshot, "text: Fresh bread daily");
+    let attached = devtools
+        .calls()
+        .iter()
+        .filter(|c| c.method == "Target.attachToTarget")
+        .count();
+    assert_eq!(attached, 1, "{:?}", devtools.calls());
+
+    assert_code(&run(home.talaria(&["gateway", "stop"])), 0);
+    let output = wait(gateway);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(
+        "the browser to end with the gateway",
+        std::time::Duration::from_secs(10),
+        || !alive(pid),
     );
 }

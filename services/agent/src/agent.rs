@@ -198,6 +198,7 @@ impl Agent {
             editor,
             messenger,
             clarifier,
+            browsers,
         } = options;
         let cwd = cwd.as_path();
         let routes = model_routes(settings)?;
@@ -258,6 +259,7 @@ impl Agent {
                 home,
                 surface.name(),
                 (side_model.clone(), image_store(home)),
+                browsers.as_ref().zip(resume.as_deref()),
                 &mut notices,
             ),
             vision: (side_model, image_store(home), surface != Surface::Webhook),
@@ -457,6 +459,10 @@ pub struct AgentOptions {
     /// Who answers `clarify` (the REPL, the editor, the chat); without one
     /// the tool is not offered: nobody could answer.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
+    /// Where a surface that builds an agent per message keeps each resumed
+    /// session's browser between its agents; without one the browser lives
+    /// and dies with this agent.
+    pub browsers: Option<Arc<talaria_browser::BrowserKeeper>>,
 }
 
 /// The profile's image store: where every surface prepares the images a user attaches.

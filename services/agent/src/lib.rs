@@ -26,6 +26,7 @@ pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};
 pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
+pub use talaria_browser::BrowserKeeper;
 /// Attached images, prepared the same way by every surface.
 pub use talaria_images as images;
 /// The plugin types surfaces see through the agent.

@@ -6,6 +6,7 @@
 
 mod actions;
 mod cdp;
+mod keeper;
 mod keys;
 mod launch;
 mod proxy;
@@ -13,6 +14,7 @@ mod session;
 mod snapshot;
 
 pub use actions::{ActionOutcome, PageImage};
+pub use keeper::BrowserKeeper;
 pub use launch::find_executable;
 pub use proxy::{EgressProxy, Refusal};
 pub use session::{Browser, BrowserSettings, ConsoleEntry, PageInfo};

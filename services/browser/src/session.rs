@@ -92,6 +92,11 @@ impl Drop for Live {
 pub struct Browser {
     settings: BrowserSettings,
     live: tokio::sync::Mutex<Option<Live>>,
+    /// When a call last ended (or the browser was made): how long it has been idle.
+    last_used: Mutex<std::time::Instant>,
+    /// The runtime the browser's connection and proxy run on, when it must
+    /// outlive the runtime of the calls (a kept browser); else the caller's.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for Browser {
@@ -108,7 +113,26 @@ impl Browser {
         Self {
             settings,
             live: tokio::sync::Mutex::new(None),
+            last_used: Mutex::new(std::time::Instant::now()),
+            runtime: None,
         }
+    }
+
+    /// A browser whose connection and proxy run on `runtime`, so it keeps
+    /// working after the runtime of the call that started it has ended.
+    pub fn on_runtime(settings: BrowserSettings, runtime: tokio::runtime::Handle) -> Self {
+        Self {
+            runtime: Some(runtime),
+            ..Self::new(settings)
+        }
+    }
+
+    /// How long since its last call ended.
+    pub fn idle_for(&self) -> Duration {
+        self.last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
     }
 
     /// Kills the browser, if one runs; the next call starts a new one.
@@ -142,12 +166,25 @@ impl Browser {
         let mut guard = self.live.lock().await;
         let live = match guard.as_mut() {
             Some(live) => live,
-            None => guard.insert(start(&self.settings).await?),
+            None => {
+                let started = match &self.runtime {
+                    Some(runtime) => runtime
+                        .spawn(start(self.settings.clone()))
+                        .await
+                        .map_err(|e| BrowserError::Start(format!("the start was lost: {e}")))?,
+                    None => start(self.settings.clone()).await,
+                };
+                guard.insert(started?)
+            }
         };
         let outcome = action(live, &self.settings).await;
         if matches!(outcome, Err(BrowserError::Closed)) {
             guard.take();
         }
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = std::time::Instant::now();
         outcome
     }
 
@@ -415,7 +452,7 @@ fn host_of(url: &str) -> Option<String> {
 
 /// Starts a browser for a session: its proxy, the process, the connection
 /// and its first tab, with downloads refused and page events followed.
-async fn start(settings: &BrowserSettings) -> Result<Live, BrowserError> {
+async fn start(settings: BrowserSettings) -> Result<Live, BrowserError> {
     let proxy = EgressProxy::start(settings.allow_private)
         .await
         .map_err(|e| BrowserError::Start(format!("cannot start the browser's proxy: {e}")))?;

@@ -27,6 +27,9 @@ pub struct BrowserConfig {
     pub surfaces: Vec<String>,
     /// How long a page may take to load, in seconds.
     pub navigation_timeout_secs: u64,
+    /// Where an agent is built per message (chats), how long a session's
+    /// browser is kept between its messages while unused, in seconds.
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for BrowserConfig {
@@ -35,6 +38,7 @@ impl Default for BrowserConfig {
             executable: None,
             surfaces: Vec::new(),
             navigation_timeout_secs: 30,
+            idle_timeout_secs: 300,
         }
     }
 }
@@ -62,6 +66,12 @@ impl BrowserConfig {
             return Err((
                 "navigation_timeout_secs".into(),
                 "browser.navigation_timeout_secs must be between 1 and 600".into(),
+            ));
+        }
+        if !(1..=86_400).contains(&self.idle_timeout_secs) {
+            return Err((
+                "idle_timeout_secs".into(),
+                "browser.idle_timeout_secs must be between 1 and 86400".into(),
             ));
         }
         Ok(())

@@ -129,6 +129,7 @@ pub fn tool_kind(name: &str) -> ToolKind {
         "terminal" | "execute_code" | "process" => ToolKind::Execute,
         "todo" => ToolKind::Think,
         web if web.starts_with("web_") => ToolKind::Fetch,
+        "browser_navigate" => ToolKind::Fetch,
         _ => ToolKind::Other,
     }
 }
@@ -235,6 +236,8 @@ mod tests {
         assert_eq!(tool_kind("search_files"), ToolKind::Search);
         assert_eq!(tool_kind("process"), ToolKind::Execute);
         assert_eq!(tool_kind("web_extract"), ToolKind::Fetch);
+        assert_eq!(tool_kind("browser_navigate"), ToolKind::Fetch);
+        assert_eq!(tool_kind("browser_click"), ToolKind::Other);
         assert_eq!(tool_kind("mcp_docs_lookup"), ToolKind::Other);
     }
 

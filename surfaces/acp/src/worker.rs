@@ -314,6 +314,7 @@ async fn build(
         editor,
         messenger: None,
         clarifier: Some(clarifier),
+        browsers: None,
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

@@ -325,6 +325,7 @@ impl Runner {
             editor: None,
             messenger: None,
             clarifier: None,
+            browsers: None,
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

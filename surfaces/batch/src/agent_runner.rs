@@ -96,6 +96,7 @@ impl AgentItemRunner {
             editor: None,
             messenger: None,
             clarifier: None,
+            browsers: None,
         };
         let mut agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

@@ -55,6 +55,7 @@ pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String
         editor: None,
         messenger: None,
         clarifier: None,
+        browsers: None,
     };
     Agent::build(&settings, home, options)
         .await

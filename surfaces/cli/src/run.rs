@@ -125,6 +125,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         editor: None,
         messenger: None,
         clarifier,
+        browsers: None,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

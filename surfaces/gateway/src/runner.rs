@@ -35,6 +35,9 @@ pub struct AgentRunner {
     overrides: Overrides,
     cwd: PathBuf,
     messenger: Option<Arc<dyn Messenger>>,
+    /// Each chat session's browser, kept between its messages (an agent is
+    /// built per message) until idle for `browser.idle_timeout_secs`.
+    browsers: Arc<talaria_agent::BrowserKeeper>,
 }
 
 impl std::fmt::Debug for AgentRunner {
@@ -54,6 +57,7 @@ impl AgentRunner {
             overrides,
             cwd,
             messenger: None,
+            browsers: talaria_agent::BrowserKeeper::new(),
         }
     }
 
@@ -129,6 +133,8 @@ impl AgentRunner {
             editor: None,
             messenger: attendance.messenger,
             clarifier: attendance.clarifier,
+            // A chat goes on over many messages; a webhook or a job is one run.
+            browsers: (surface == Surface::Gateway).then(|| self.browsers.clone()),
         };
         let agent = Agent::build(settings, &self.home, options)
             .await

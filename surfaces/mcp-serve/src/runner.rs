@@ -261,6 +261,7 @@ async fn run_agent(
         editor: None,
         messenger: None,
         clarifier: None,
+        browsers: None,
     };
     let mut agent = Agent::build(&settings, &home, options)
         .await

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use talaria_browser::{Browser, BrowserError, BrowserSettings};
+use talaria_browser::{Browser, BrowserError, BrowserKeeper, BrowserSettings};
 use talaria_images::ImageStore;
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 use talaria_profile::config::ConfigFile;
@@ -66,6 +66,7 @@ impl BrowserTools {
         home: &ProfileHome,
         surface: &str,
         (vision, images): (Arc<Auxiliary>, ImageStore),
+        kept: Option<(&Arc<BrowserKeeper>, &str)>,
         notices: &mut Vec<String>,
     ) -> Option<Self> {
         if !config.browser.offered_on(surface) {
@@ -81,14 +82,19 @@ impl BrowserTools {
             }
             return None;
         };
-        let browser = Browser::new(BrowserSettings {
+        let settings = BrowserSettings {
             executable,
             profiles: home.tmp_dir().join("browser"),
             allow_private: config.security.allow_private_urls,
             navigation_timeout: Duration::from_secs(config.browser.navigation_timeout_secs),
-        });
+        };
+        let idle = Duration::from_secs(config.browser.idle_timeout_secs);
+        let browser = match kept {
+            Some((keeper, session)) => keeper.browser(session, settings, idle),
+            None => Arc::new(Browser::new(settings)),
+        };
         Some(Self {
-            browser: Arc::new(browser),
+            browser,
             vision,
             images,
         })
@@ -415,9 +421,15 @@ mod tests {
         let home = ProfileHome::at(dir.path().join("home"));
         let vision = Arc::new(Auxiliary::new(Arc::new(NoModel), "none"));
         let images = ImageStore::new(dir.path().join("images"));
-        let tools =
-            BrowserTools::for_session(&config, &home, "cli", (vision, images), &mut Vec::new())
-                .unwrap_or_else(|| panic!("not offered"));
+        let tools = BrowserTools::for_session(
+            &config,
+            &home,
+            "cli",
+            (vision, images),
+            None,
+            &mut Vec::new(),
+        )
+        .unwrap_or_else(|| panic!("not offered"));
         let call = ValidatedCall {
             call: talaria_kernel::ToolCall {
                 id: "c1".into(),

@@ -279,6 +279,7 @@ impl Repl {
             editor: None,
             messenger: None,
             clarifier: Some(self.view.clarifier()),
+            browsers: None,
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

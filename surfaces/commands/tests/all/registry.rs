@@ -43,6 +43,7 @@ async fn agent() -> TestAgent {
         editor: None,
         messenger: None,
         clarifier: None,
+        browsers: None,
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {
