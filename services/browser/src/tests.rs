@@ -41,6 +41,10 @@ fn site() -> WebSite {
             Page::html("<title>Thanks</title><p>Your order is in.</p>"),
         ),
         ("/pixel.png".to_owned(), Page::new("image/png", PIXEL)),
+        (
+            "/long".to_owned(),
+            Page::html("<title>Long</title><div style=\"height: 5000px\">top</div><p>bottom</p>"),
+        ),
     ]);
     WebSite::spawn(pages).unwrap_or_else(|e| panic!("site: {e}"))
 }
@@ -144,6 +148,15 @@ async fn a_session_reads_clicks_types_and_goes_back() {
     );
     assert!(console.iter().any(|e| e.text == "clicked 1"), "{console:?}");
     assert!(ok(browser.console(false).await).is_empty());
+
+    ok(browser.navigate(&format!("{}/long", site.url())).await);
+    let down = ok(browser.scroll("down").await);
+    assert!(down["scroll_y"].as_u64().is_some_and(|y| y > 0), "{down}");
+    assert_eq!(down["at_top"], false);
+    let up = ok(browser.scroll("up").await);
+    assert_eq!(up["scroll_y"], 0, "{up}");
+    let sideways = browser.scroll("left").await.err().map(|e| e.to_string());
+    assert!(sideways.is_some_and(|e| e.contains("'up' or 'down'")));
 
     let pid = browser
         .process_id()
