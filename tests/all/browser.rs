@@ -47,6 +47,18 @@ fn browse(home: &Home, steps: Vec<Step>) -> (ScriptedServer, std::process::Outpu
     (server, output)
 }
 
+/// A child process killed when dropped still running.
+struct KilledOnDrop(Option<std::process::Child>);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -343,7 +355,12 @@ fn a_chat_keeps_its_browser_between_messages() {
         program.display(),
         telegram.api_base()
     ));
-    let gateway = crate::gateway::spawn_gateway(&home, &model, &[("TG_TOKEN", TOKEN)]);
+    // Killed if an assertion fails before the gateway is stopped.
+    let mut gateway = KilledOnDrop(Some(crate::gateway::spawn_gateway(
+        &home,
+        &model,
+        &[("TG_TOKEN", TOKEN)],
+    )));
     let ann = FakeUser::new(1001, "Ann");
     let chat = FakeChat::private(&ann);
     let answers = || {
@@ -387,7 +404,7 @@ fn a_chat_keeps_its_browser_between_messages() {
     assert_eq!(attached, 1, "{:?}", devtools.calls());
 
     assert_code(&run(home.talaria(&["gateway", "stop"])), 0);
-    let output = wait(gateway);
+    let output = wait(gateway.0.take().unwrap());
     assert!(output.status.success(), "{}", stderr(&output));
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
