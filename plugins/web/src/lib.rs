@@ -16,14 +16,14 @@ pub mod charset;
 pub mod ddg;
 mod dom;
 pub mod extract;
+#[cfg(test)]
+mod fixture_tests;
 pub mod net;
 pub mod page;
 pub mod remote;
 pub mod search;
 pub mod settings;
 pub mod summary;
-#[cfg(test)]
-mod tests;
 
 use schemars::JsonSchema;
 use serde::Deserialize;

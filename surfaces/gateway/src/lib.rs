@@ -42,7 +42,7 @@ pub mod turns;
 pub mod webhook;
 
 #[cfg(test)]
-mod tests;
+mod scenarios;
 
 pub use driver::{AccountDriver, Outbox, account, send_only_account};
 pub use gateway::{AccountSettings, Gateway, Shared, spawn_account};
