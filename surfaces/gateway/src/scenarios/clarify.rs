@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use talaria_profile::{BusyMode, GroupSessions};
 
-use crate::ports::ChatKind;
+use crate::ports::{ChatKind, InboundMessage};
 
 use super::fakes::{dm, message};
 use super::{Harness, allowing, with_mode};
@@ -52,16 +52,23 @@ async fn no_answer_in_time_lets_the_turn_go_on_and_a_late_reply_is_a_new_message
     assert_eq!(h.next_text().await, "re: 2");
 }
 
+/// Ann and Bob share one session in #team, with `mode` for a busy turn.
+fn shared_group(mode: BusyMode) -> Harness {
+    let mut config = with_mode(&["ann", "bob"], mode);
+    config.group_sessions = GroupSessions::Shared;
+    Harness::start(config)
+}
+
+/// `user`'s `text` in #team, addressed to the bot.
+fn in_group(user: &str, text: &str) -> InboundMessage {
+    let mut m = message("#team", ChatKind::Group, user, text);
+    m.addressed = true;
+    m
+}
+
 #[tokio::test(start_paused = true)]
 async fn only_the_user_asked_answers_and_commands_stay_commands() {
-    let mut config = with_mode(&["ann", "bob"], BusyMode::Queue);
-    config.group_sessions = GroupSessions::Shared;
-    let mut h = Harness::start(config);
-    let in_group = |user: &str, text: &str| {
-        let mut m = message("#team", ChatKind::Group, user, text);
-        m.addressed = true;
-        m
-    };
+    let mut h = shared_group(BusyMode::Queue);
     h.platform.write(in_group("ann", "question"));
     assert_eq!(h.next_text().await, QUESTION);
     // Ann's words in another chat are not an answer either.
@@ -79,14 +86,7 @@ async fn only_the_user_asked_answers_and_commands_stay_commands() {
 
 #[tokio::test(start_paused = true)]
 async fn an_interrupted_turn_withdraws_its_question() {
-    let mut config = with_mode(&["ann", "bob"], BusyMode::Interrupt);
-    config.group_sessions = GroupSessions::Shared;
-    let mut h = Harness::start(config);
-    let in_group = |user: &str, text: &str| {
-        let mut m = message("#team", ChatKind::Group, user, text);
-        m.addressed = true;
-        m
-    };
+    let mut h = shared_group(BusyMode::Interrupt);
     h.platform.write(in_group("ann", "question"));
     assert_eq!(h.next_text().await, QUESTION);
     // Bob interrupts the turn: the question goes with it.
