@@ -37,7 +37,6 @@ macro_rules! export_world {
                     "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
                     "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
                     "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
-            "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
                 },
             });
         }

@@ -83,6 +83,7 @@ mod error;
 mod hooks;
 mod host;
 pub mod http;
+pub mod memory;
 mod skins;
 mod tool;
 
@@ -184,11 +185,11 @@ export_world!(
     "::talaria_plugin_sdk::skin_bindings"
 );
 export_world!(
-    /// The bindings `wit_bindgen` generates for the `memory-plugin` world
-    /// (no wrapper yet: implement [`MemoryProvider`] and export it with
-    /// `memory_bindings::__export_memory_plugin!`).
+    /// The bindings `wit_bindgen` generates for the `memory-lifecycle-plugin`
+    /// world (0.1.2): `memory-provider` with the session lifecycle. Implement
+    /// [`Memory`] and export it with [`export_memory!`].
     memory_bindings,
-    "memory-plugin",
+    "memory-lifecycle-plugin",
     "__export_memory_plugin",
     "::talaria_plugin_sdk::memory_bindings"
 );
@@ -249,6 +250,7 @@ pub use hooks::{HookEvent, Hooks, Subscription, Verdict, parse_arguments, verdic
 pub use hooks_bindings::exports::talaria::plugin::hooks::Guest as HooksProvider;
 pub use hooks_bindings::talaria::plugin::types::{Message, Role, SessionInfo};
 pub use host::{auxiliary, config, editor, exec, kv, log, process, session_search};
+pub use memory::{Memory, MemoryScope, ProviderOptions, SessionKind};
 pub use memory_bindings::exports::talaria::plugin::memory_provider::Guest as MemoryProvider;
 pub use platform_bindings::exports::talaria::plugin::platform_adapter::Guest as PlatformAdapter;
 pub use skin_bindings::exports::talaria::plugin::skin_provider::Guest as SkinProvider;

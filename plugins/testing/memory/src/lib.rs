@@ -1,12 +1,24 @@
-//! Test plugin `memory-probe`: a memory provider. `prefetch` answers with the
+//! Test plugin `memory-probe`: a memory provider written against the frozen
+//! `talaria:plugin@0.1.1` WIT with raw `wit-bindgen` bindings, so it exports
+//! `memory-provider` without the 0.1.2 lifecycle. `prefetch` answers with the
 //! query it was given and the session id; `sync-turn` logs how many messages
 //! the turn had.
 
-use talaria_plugin_sdk::{MemoryProvider, Message, SessionInfo, log};
+// Only the generated component glue is unsafe; nothing here is written by hand.
+#![allow(unsafe_code)]
 
-pub struct Probe;
+wit_bindgen::generate!({
+    world: "memory-plugin",
+    path: "../../../wit/versions/0.1.1",
+});
 
-impl MemoryProvider for Probe {
+use exports::talaria::plugin::memory_provider::Guest;
+use talaria::plugin::log::{Level, log};
+use talaria::plugin::types::{Message, SessionInfo};
+
+struct Probe;
+
+impl Guest for Probe {
     fn prefetch(session: SessionInfo, query: String) -> Result<String, String> {
         Ok(format!(
             "memory-probe recalls {query:?} (session {})",
@@ -15,17 +27,14 @@ impl MemoryProvider for Probe {
     }
 
     fn sync_turn(_session: SessionInfo, turn: Vec<Message>) -> Result<(), String> {
-        log::info(format!(
-            "memory-probe learnt a turn of {} messages",
-            turn.len()
-        ));
+        log(
+            Level::Info,
+            &format!("memory-probe learnt a turn of {} messages", turn.len()),
+        );
         Ok(())
     }
 
     fn shutdown() {}
 }
 
-#[cfg(target_arch = "wasm32")]
-talaria_plugin_sdk::memory_bindings::__export_memory_plugin!(
-    Probe with_types_in talaria_plugin_sdk::memory_bindings
-);
+export!(Probe);
