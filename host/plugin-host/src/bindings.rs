@@ -64,6 +64,11 @@ export_world!(
     "memory-plugin"
 );
 export_world!(
+    /// The `memory-lifecycle-plugin` world's exports (0.1.2).
+    memory_lifecycle_world,
+    "memory-lifecycle-plugin"
+);
+export_world!(
     /// The `platform-plugin` world's exports.
     platform_world,
     "platform-plugin"

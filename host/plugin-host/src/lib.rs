@@ -45,6 +45,7 @@ mod loaded;
 mod log;
 mod mac;
 mod options;
+mod resident;
 mod runtime;
 mod sandbox;
 mod state;
@@ -73,7 +74,10 @@ pub use crate::kinds::commands::{
     valid_command_name,
 };
 pub use crate::kinds::hooks::{HookEvent, HookSubscription, PluginHooks};
-pub use crate::kinds::memory::PluginMemoryProviders;
+pub use crate::kinds::memory::{
+    MemoryError, MemoryScope, MemorySession, MemorySessionKind, PluginMemoryProviders,
+    ProviderOptions,
+};
 pub use crate::kinds::platform::{
     MAX_PLATFORM_NAME_LEN, PlatformAdapterInfo, PluginPlatformAdapters,
 };

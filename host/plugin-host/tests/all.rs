@@ -25,6 +25,8 @@ mod kinds;
 mod loading;
 #[path = "all/manifest.rs"]
 mod manifest;
+#[path = "all/memory.rs"]
+mod memory;
 #[cfg(feature = "native")]
 #[path = "all/native.rs"]
 mod native;

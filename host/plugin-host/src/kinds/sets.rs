@@ -105,11 +105,9 @@ impl KindSet for PluginMemoryProviders {
         Self::new(plugins, cwd)
     }
 
+    /// The session says which provider is active, if any.
     fn notices(&self) -> Vec<String> {
-        self.names()
-            .into_iter()
-            .map(|name| format!("plugin {name}: memory provider loaded, not yet used by the agent"))
-            .collect()
+        Vec::new()
     }
 }
 
@@ -166,7 +164,7 @@ pub struct PluginSets {
     pub commands: Option<PluginCommands>,
     /// The plugins' skins.
     pub skins: Option<PluginSkins>,
-    /// The memory providers (loaded, not called by sessions yet).
+    /// The memory providers (a session opens the active one).
     pub memory: Option<PluginMemoryProviders>,
     /// The platform adapters (loaded, not called by sessions yet).
     pub platforms: Option<PluginPlatformAdapters>,

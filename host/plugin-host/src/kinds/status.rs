@@ -50,17 +50,19 @@ impl fmt::Display for KindStatus {
     }
 }
 
-/// Whether sessions call plugins of `kind` (memory providers, platform and
-/// chat adapters load, but nothing calls them yet).
+/// Whether sessions call plugins of `kind` (the 0.1.0 platform adapters
+/// load, but nothing calls them: chat adapters replaced them).
 pub fn wired(kind: PluginKind) -> bool {
     match kind {
         PluginKind::Tools
         | PluginKind::Commands
         | PluginKind::Skin
         | PluginKind::Hooks
+        // The session opens the active one (`memory.provider`).
+        | PluginKind::Memory
         // The gateway (`talaria gateway run`) opens chat adapters.
         | PluginKind::Chat => true,
-        PluginKind::Memory | PluginKind::Platform => false,
+        PluginKind::Platform => false,
     }
 }
 
@@ -139,8 +141,8 @@ mod tests {
     }
 
     #[test]
-    fn memory_and_platform_are_not_wired_yet() {
+    fn only_platform_adapters_are_not_wired() {
         let unwired: Vec<PluginKind> = PluginKind::ALL.into_iter().filter(|&k| !wired(k)).collect();
-        assert_eq!(unwired, [PluginKind::Memory, PluginKind::Platform]);
+        assert_eq!(unwired, [PluginKind::Platform]);
     }
 }

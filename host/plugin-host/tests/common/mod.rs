@@ -265,3 +265,7 @@ pub fn probe_variant_of(
     std::fs::write(into.join("plugin.toml"), edit(manifest)).unwrap();
     into.to_path_buf()
 }
+
+pub fn memory_recorder_dir() -> PathBuf {
+    plugin_dir("test/memory-recorder")
+}

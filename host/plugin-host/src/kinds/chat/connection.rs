@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
@@ -17,10 +17,11 @@ use crate::bindings::chat_world::ChatAdapterPlugin;
 use crate::bindings::chat_world::exports::talaria::plugin::chat_adapter::Guest;
 use crate::error::CallError;
 use crate::imports::chat::{ChatHostState, HostWork};
-use crate::invoke::{CallFor, Invocation, Prepared, classify, prepare, race};
+use crate::invoke::{CallFor, Invocation, classify, prepare, race};
 use crate::loaded::LoadedPlugin;
+use crate::resident::{Resident, Unusable};
 use crate::sandbox::Sandbox;
-use crate::state::{PluginShared, PluginState};
+use crate::state::PluginState;
 
 /// What `next-events` may take beyond its own timeout before the call is
 /// cut off (and the instance with it): it legitimately waits the whole
@@ -78,16 +79,6 @@ impl ChatError {
     }
 }
 
-/// Where a connection stands.
-enum State {
-    Open,
-    /// A call is running; still so at the next call if the caller dropped
-    /// the previous one mid-way, which leaves the instance unusable.
-    Busy,
-    Dead(String),
-    Closed,
-}
-
 /// One account of a chat platform held open by its adapter: a long-lived
 /// instance of the plugin in a store of its own, with the account's config
 /// section over the manifest's `[config]`.
@@ -100,12 +91,10 @@ enum State {
 /// [`ChatError::Dead`].
 pub struct ChatConnection {
     plugin: LoadedPlugin,
-    shared: Arc<PluginShared>,
-    prepared: Prepared,
+    resident: Resident,
     adapter: ChatAdapterPlugin,
     connection: ResourceAny,
     work: HostWork,
-    state: State,
 }
 
 impl std::fmt::Debug for ChatConnection {
@@ -184,12 +173,10 @@ impl ChatConnection {
         })?;
         Ok(Self {
             plugin: plugin.clone(),
-            shared,
-            prepared,
+            resident: Resident::new(shared, prepared),
             adapter,
             connection,
             work,
-            state: State::Open,
         })
     }
 
@@ -206,12 +193,12 @@ impl ChatConnection {
 
     /// Whether it can take calls (not dead, not closed).
     pub fn is_usable(&self) -> bool {
-        matches!(self.state, State::Open)
+        self.resident.is_usable()
     }
 
     /// What the platform can do.
     pub async fn capabilities(&mut self) -> Result<ChatCapabilities, ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         self.call("capabilities", limit, async |store, guest, conn| {
             guest.connection().call_capabilities(store, conn).await
         })
@@ -244,7 +231,7 @@ impl ChatConnection {
 
     /// Sends one message (no longer than the capabilities allow).
     pub async fn send(&mut self, message: Outbound) -> Result<SendOutcome, ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         let message = message.into();
         self.call("send", limit, async |store, guest, conn| {
             guest.connection().call_send(store, conn, &message).await
@@ -255,7 +242,7 @@ impl ChatConnection {
 
     /// Shows that the bot is writing in `chat_id`, where the platform can.
     pub async fn typing(&mut self, chat_id: &str, thread: Option<&str>) -> Result<(), ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         self.call("typing", limit, async |store, guest, conn| {
             guest
                 .connection()
@@ -267,7 +254,7 @@ impl ChatConnection {
 
     /// What the platform says about `chat_id`.
     pub async fn chat_info(&mut self, chat_id: &str) -> Result<ChatDetails, ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         let details = self
             .call("chat-info", limit, async |store, guest, conn| {
                 guest
@@ -288,7 +275,7 @@ impl ChatConnection {
         id: &str,
         max_bytes: u64,
     ) -> Result<Vec<u8>, ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         let bytes = self
             .call("fetch-attachment", limit, async |store, guest, conn| {
                 guest
@@ -314,7 +301,7 @@ impl ChatConnection {
         &mut self,
         request: WebhookRequest,
     ) -> Result<(WebhookResponse, Vec<InboundMessage>), ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         let request = request.into();
         let (response, events) = self
             .call("webhook", limit, async |store, guest, conn| {
@@ -330,13 +317,13 @@ impl ChatConnection {
     /// Signs off and drops the connection; later calls say
     /// [`ChatError::Closed`].
     pub async fn close(&mut self) -> Result<(), ChatError> {
-        let limit = self.shared.timeout();
+        let limit = self.resident.shared.timeout();
         self.call("close", limit, async |store, guest, conn| {
             guest.connection().call_close(&mut *store, conn).await?;
             conn.resource_drop_async(store).await
         })
         .await?;
-        self.state = State::Closed;
+        self.resident.close();
         Ok(())
     }
 
@@ -357,40 +344,18 @@ impl ChatConnection {
         call: impl AsyncFnOnce(&mut Store<PluginState>, &Guest, ResourceAny) -> wasmtime::Result<R>,
     ) -> Result<R, ChatError> {
         let plugin = self.plugin.name().to_owned();
-        match &self.state {
-            State::Open => {}
-            State::Busy => {
-                let reason = "an earlier call was abandoned before it returned".to_owned();
-                self.state = State::Dead(reason.clone());
-                return Err(ChatError::Dead { plugin, reason });
-            }
-            State::Dead(reason) => {
-                let reason = reason.clone();
-                return Err(ChatError::Dead { plugin, reason });
-            }
-            State::Closed => return Err(ChatError::Closed { plugin }),
-        }
-        self.state = State::Busy;
-        let data = self.prepared.store.data_mut();
-        data.host.deadline = Instant::now() + limit;
-        name.clone_into(&mut data.host.tool);
-        data.timed_out = false;
         let guest = self.adapter.talaria_plugin_chat_adapter();
-        let raced = race(
-            call(&mut self.prepared.store, guest, self.connection),
-            limit,
-            None,
-        )
-        .await;
-        let mut result = classify(raced, &self.prepared, &self.shared, name);
-        // The limit was this call's (next-events has its own), not the plugin's.
-        if let Err(CallError::Timeout { timeout_ms, .. }) = &mut result {
-            *timeout_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        let connection = self.connection;
+        match self
+            .resident
+            .call(name, limit, async |store| {
+                call(store, guest, connection).await
+            })
+            .await
+        {
+            Ok(result) => Ok(result?),
+            Err(Unusable::Dead(reason)) => Err(ChatError::Dead { plugin, reason }),
+            Err(Unusable::Closed) => Err(ChatError::Closed { plugin }),
         }
-        self.state = match &result {
-            Ok(_) => State::Open,
-            Err(error) => State::Dead(error.to_string()),
-        };
-        Ok(result?)
     }
 }
