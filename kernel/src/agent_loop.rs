@@ -17,8 +17,8 @@ use crate::model::{
     StreamEvent, StreamSink, ToolChoice,
 };
 use crate::ports::{
-    Clock, HookSession, Hooks, NoHooks, SessionStore, Steering, Summarizer, ToolContext,
-    ToolDispatcher, ValidatedCall,
+    Clock, ExternalMemory, HookSession, Hooks, NoHooks, SessionStore, Steering, Summarizer,
+    ToolContext, ToolDispatcher, ValidatedCall,
 };
 use crate::prompt::FrozenPrompt;
 use crate::retry::RetryPolicy;
@@ -71,6 +71,9 @@ pub struct AgentLoop {
     config: LoopConfig,
     state: LoopState,
     steering: Option<Arc<dyn Steering>>,
+    /// This turn's messages as they were added, for the memory provider
+    /// (kept only when one is active; compression does not touch it).
+    turn_log: Vec<Message>,
 }
 
 impl AgentLoop {
@@ -91,6 +94,7 @@ impl AgentLoop {
             config,
             state: LoopState::default(),
             steering: None,
+            turn_log: Vec::new(),
         })
     }
 
@@ -146,19 +150,32 @@ impl AgentLoop {
             let session = self.hook_session(conversation);
             self.ports.hooks.session_start(session).await;
         }
-        let mut input = input.into();
+        let typed = input.into();
+        let mut input = typed.clone();
         let session = self.hook_session(conversation);
+        // Hook and memory context is appended to this turn's message (once,
+        // and persisted with it) so the cached prefix of later requests does
+        // not change.
         if let Some(context) = self.ports.hooks.pre_llm(session, &input).await {
-            // Appended to this turn's message (once, and persisted with it) so the
-            // cached prefix of later requests does not change.
             input = format!("{input}\n\n{context}");
         }
+        let memory = self.ports.memory.clone();
+        if let Some(memory) = &memory
+            && let Some(recalled) = memory.prefetch(&typed).await
+        {
+            input = format!("{input}\n\n{recalled}");
+        }
+        self.turn_log.clear();
         self.push(
             conversation,
             Message::user_with_images(input, images),
             events,
         )
         .await;
+        // The provider learns what the user wrote, not what it recalled.
+        if let Some(first) = self.turn_log.first_mut() {
+            first.content = typed;
+        }
         // What the user sees never includes echoed memory-context blocks.
         let outcome =
             self.drive(conversation, started, events, cancel)
@@ -172,8 +189,12 @@ impl AgentLoop {
                     Exit::Interrupted => Exit::Interrupted,
                 });
         self.state.phase = Phase::Done;
+        let turn = std::mem::take(&mut self.turn_log);
         match &outcome {
             Ok(Exit::Final(text)) | Ok(Exit::BudgetExhausted { summary: text, .. }) => {
+                if let Some(memory) = &memory {
+                    memory.turn_finished(&turn);
+                }
                 events.emit(AgentEvent::Final { text: text.clone() });
             }
             Ok(Exit::Interrupted) | Err(_) => {}
@@ -235,9 +256,13 @@ impl AgentLoop {
             outcome.pruned_outputs = compress::prune_tool_outputs(messages, head..tail);
             if force || Self::estimate(conversation) >= threshold {
                 let middle = &conversation.messages[head..tail];
+                let focus = match &self.ports.memory {
+                    Some(memory) => with_memory_focus(focus, memory.as_ref(), middle).await,
+                    None => focus.map(str::to_owned),
+                };
                 let summary = match &self.ports.summarizer {
                     Some(summarizer) => summarizer
-                        .summarize(&compress::transcript(middle), focus)
+                        .summarize(&compress::transcript(middle), focus.as_deref())
                         .await
                         .ok()
                         .filter(|s| !s.trim().is_empty()),
@@ -633,7 +658,24 @@ impl AgentLoop {
                 message: error.to_string(),
             });
         }
+        if self.ports.memory.is_some() {
+            self.turn_log.push(message.clone());
+        }
         conversation.messages.push(message);
+    }
+}
+
+/// The summary's focus with what the memory provider asks it to keep.
+async fn with_memory_focus(
+    focus: Option<&str>,
+    memory: &dyn ExternalMemory,
+    messages: &[Message],
+) -> Option<String> {
+    let keep = memory.before_compress(messages).await;
+    match (focus, keep) {
+        (Some(focus), Some(keep)) => Some(format!("{focus}\n\nAlso keep: {keep}")),
+        (None, Some(keep)) => Some(format!("Keep: {keep}")),
+        (focus, None) => focus.map(str::to_owned),
     }
 }
 

@@ -33,8 +33,8 @@ pub use model::{
     NullSink, StreamEvent, StreamSink, ToolChoice,
 };
 pub use ports::{
-    Clock, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, Steering, StoreError,
-    Summarizer, SystemClock, ToolContext, ToolDispatcher, ValidatedCall,
+    Clock, ExternalMemory, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, Steering,
+    StoreError, Summarizer, SystemClock, ToolContext, ToolDispatcher, ValidatedCall,
 };
 pub use prompt::{FrozenPrompt, PromptBuilder, Section};
 pub use retry::RetryPolicy;

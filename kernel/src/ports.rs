@@ -96,6 +96,22 @@ pub trait Hooks: Send + Sync {
     async fn session_end(&self, _session: HookSession<'_>) {}
 }
 
+/// An external memory provider as the loop sees it; the plugin behind it,
+/// its deadline and its queue live outside the kernel.
+#[async_trait]
+pub trait ExternalMemory: Send + Sync {
+    /// What to recall for the turn whose user message is `query`, already
+    /// wrapped in `<memory-context>` tags; `None` when nothing (or nothing in
+    /// time). Appended to that turn's user message, never to the system prompt.
+    async fn prefetch(&self, query: &str) -> Option<String>;
+    /// A finished turn: its user message as the user wrote it, through the
+    /// final reply. Called once per finished turn; returns at once (the
+    /// provider learns off the loop's path).
+    fn turn_finished(&self, turn: &[Message]);
+    /// Compression is about to summarise `messages`: what the summary must keep.
+    async fn before_compress(&self, messages: &[Message]) -> Option<String>;
+}
+
 /// Notes the user adds while a turn runs (a chat's `steer` busy mode). The
 /// loop takes them before each model call and adds them to the conversation
 /// as a user message, so the model sees them at its next step instead of

@@ -10,5 +10,7 @@ mod agent_loop;
 mod compression;
 #[path = "all/error_recovery.rs"]
 mod error_recovery;
+#[path = "all/external_memory.rs"]
+mod external_memory;
 #[path = "all/hooks.rs"]
 mod hooks;

@@ -70,6 +70,8 @@ pub struct Ports {
     pub summarizer: Option<Arc<dyn Summarizer>>,
     /// Persists every message.
     pub store: Arc<dyn SessionStore>,
+    /// An external memory provider, when one is active.
+    pub memory: Option<Arc<dyn ExternalMemory>>,
     /// Time and sleeping.
     pub clock: Arc<dyn Clock>,
 }
@@ -86,6 +88,7 @@ impl Ports {
             hooks: Arc::new(NoHooks),
             summarizer: None,
             store,
+            memory: None,
             clock,
         }
     }

@@ -358,6 +358,20 @@ pub fn rig_compressing(
     )
 }
 
+/// A rig with default budget, store and clock, its ports and config tweaked.
+pub fn rig_full_with(
+    models: &[Arc<ScriptedModel>],
+    tweak: impl FnOnce(&mut Ports, &mut LoopConfig),
+) -> Rig {
+    rig_full(
+        models,
+        Budget::default(),
+        MemoryStore::default(),
+        FakeClock::default(),
+        tweak,
+    )
+}
+
 fn rig_full(
     models: &[Arc<ScriptedModel>],
     budget: Budget,
