@@ -64,7 +64,9 @@ async fn recalled_memory_joins_the_user_turn_and_each_finished_turn_is_synced_on
         text("again"),
     ]);
     let port = memory.clone();
-    let mut rig = rig_full_with(&[model.clone()], |ports, _| ports.memory = Some(port));
+    let mut rig = rig_full_with(std::slice::from_ref(&model), |ports, _| {
+        ports.memory = Some(port)
+    });
     rig.run("what do I drink?").await.unwrap();
     rig.run("and now?").await.unwrap();
 

@@ -179,6 +179,7 @@ pub struct Agent {
     pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
     pub(crate) plugin_statuses: Vec<crate::plugins::PluginStatus>,
     pub(crate) mcp: Option<crate::mcp_tools::McpTools>,
+    pub(crate) external_memory: Option<Arc<crate::external_memory::ActiveMemory>>,
 }
 
 impl Agent {
@@ -199,6 +200,7 @@ impl Agent {
             messenger,
             clarifier,
             browsers,
+            chat_user,
         } = options;
         let cwd = cwd.as_path();
         let routes = model_routes(settings)?;
@@ -236,6 +238,40 @@ impl Agent {
         let summarizer: Arc<dyn Summarizer> = side_model.clone();
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
+        let (session_id, history) = resume_or_start(resume.as_deref(), db.as_ref(), &mut notices)?;
+        let memory_providers = plugins.memory.map(Arc::new);
+        let (external_memory, child_memory) = match crate::external_memory::session_kind(surface) {
+            Some(kind) => {
+                let scope = talaria_plugin_host::MemoryScope {
+                    session_id: session_id.clone(),
+                    kind,
+                    platform: chat_user
+                        .as_ref()
+                        .map_or_else(|| surface.name().to_owned(), |u| u.platform.clone()),
+                    profile: home.profile_name(),
+                    user_id: chat_user.as_ref().map(|u| u.user_id.clone()),
+                    parent_session: None,
+                    model: settings.primary.model.clone(),
+                };
+                let config = &settings.config.memory;
+                let providers = memory_providers.as_deref();
+                let active =
+                    crate::external_memory::open(providers, config, scope.clone(), &mut notices)
+                        .await
+                        .map(Arc::new);
+                let children = active
+                    .clone()
+                    .zip(memory_providers)
+                    .map(|(parent, providers)| crate::external_memory::ChildMemory {
+                        parent,
+                        providers,
+                        scope,
+                        prefetch_timeout: Duration::from_millis(config.prefetch_timeout_ms),
+                    });
+                (active, children)
+            }
+            None => (None, None),
+        };
 
         // The tools: the native ones, then the plugins', then the MCP servers'.
         let someone_can_approve = !settings.yolo
@@ -263,6 +299,7 @@ impl Agent {
                 &mut notices,
             ),
             vision: (side_model, image_store(home), surface != Surface::Webhook),
+            external_memory: external_memory.clone(),
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -293,12 +330,15 @@ impl Agent {
             .code_tools
             .set(&tools, hooks.clone(), settings.primary.model.clone());
 
-        let (session_id, history) = resume_or_start(resume.as_deref(), db.as_ref(), &mut notices)?;
         let store = session_store(db.as_ref(), &session_id, surface, settings, cwd);
-        let prompt = frozen_prompt(home, surface, &knowledge, &tools, settings);
+        let memory_block = external_memory.as_ref().and_then(|m| m.prompt_block());
+        let prompt = frozen_prompt(home, surface, &knowledge, memory_block, &tools, settings);
         let mut ports = Ports::new(tools.clone(), store, Arc::new(SystemClock::new()));
         ports.summarizer = Some(summarizer.clone());
         ports.hooks = hooks.clone();
+        ports.memory = external_memory
+            .clone()
+            .map(|m| m as Arc<dyn talaria_kernel::ExternalMemory>);
         let budget = settings.budget();
         let loop_config = settings.loop_config();
         native.delegate.provide(ChildKit {
@@ -313,6 +353,7 @@ impl Agent {
             depth: 1,
             max_depth: delegation_depth,
             child_iterations: settings.config.delegation.child_iterations.max(1),
+            memory: child_memory,
         });
         let agent_loop = AgentLoop::new(routes, ports, budget, loop_config)
             .map_err(|e| BuildError(e.to_string()))?;
@@ -333,6 +374,7 @@ impl Agent {
             plugin_skins: plugins.skins,
             plugin_statuses: plugins.statuses,
             mcp,
+            external_memory,
         })
     }
 
@@ -355,9 +397,28 @@ impl Agent {
         events: &dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<Exit, LoopError> {
-        self.agent_loop
+        self.tell_memory_notices(events);
+        let exit = self
+            .agent_loop
             .run_turn_with_images(&mut self.conversation, input, images, events, cancel)
-            .await
+            .await;
+        self.tell_memory_notices(events);
+        exit
+    }
+
+    /// Tells the user that the memory provider was disabled, once.
+    fn tell_memory_notices(&self, events: &dyn EventSink) {
+        let Some(memory) = &self.external_memory else {
+            return;
+        };
+        for message in memory.take_notices() {
+            events.emit(talaria_kernel::AgentEvent::Warning { message });
+        }
+    }
+
+    /// The session's active external memory provider, if any.
+    pub fn external_memory(&self) -> Option<&crate::external_memory::ActiveMemory> {
+        self.external_memory.as_deref()
     }
 
     /// Compresses the conversation now (`/compact [focus]`).
@@ -380,6 +441,9 @@ impl Agent {
         self.exec.executor.policy().end_session(session);
         if let Some(mcp) = &self.mcp {
             mcp.end().await;
+        }
+        if let Some(memory) = &self.external_memory {
+            memory.end(&self.conversation.messages).await;
         }
     }
 
@@ -463,6 +527,18 @@ pub struct AgentOptions {
     /// session's browser between its agents; without one the browser lives
     /// and dies with this agent.
     pub browsers: Option<Arc<talaria_browser::BrowserKeeper>>,
+    /// The chat platform and the person talking, where the surface is a
+    /// chat: the memory provider's scope.
+    pub chat_user: Option<ChatUser>,
+}
+
+/// The person a chat session talks with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatUser {
+    /// The chat platform (`telegram`, `irc`…).
+    pub platform: String,
+    /// The platform's id of the person.
+    pub user_id: String,
 }
 
 /// The profile's image store: where every surface prepares the images a user attaches.
@@ -642,11 +718,12 @@ fn session_store(
 }
 
 /// The system prompt, assembled once for the session: persona (`SOUL.md`),
-/// platform hints, memory, skills and context files, tool guidance, tools.
+/// platform hints, memory (and the external provider's block), skills and context files, tool guidance, tools.
 fn frozen_prompt(
     home: &ProfileHome,
     surface: Surface,
     knowledge: &Knowledge,
+    memory_block: Option<&str>,
     tools: &Dispatcher,
     settings: &Settings,
 ) -> talaria_kernel::FrozenPrompt {
@@ -659,6 +736,9 @@ fn frozen_prompt(
         .section(Section::PlatformHints, surface.hints());
     for (section, text) in knowledge.sections(&tools.visible_tools(), &tools.visible_toolsets()) {
         builder = builder.section(section, text);
+    }
+    if let Some(block) = memory_block {
+        builder = builder.section(Section::Memory, block);
     }
     builder
         .section(

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod auxiliary;
 mod clarifier;
 pub mod exec_setup;
+pub mod external_memory;
 pub mod grants;
 pub mod key_health;
 pub mod knowledge;
@@ -19,7 +20,7 @@ pub mod store;
 mod test_support;
 pub mod tools;
 
-pub use agent::{Agent, AgentOptions, BuildError, Surface, image_store, provider_for};
+pub use agent::{Agent, AgentOptions, BuildError, ChatUser, Surface, image_store, provider_for};
 pub use clarifier::{Clarifier, ClarifyAnswer, ClarifyError, NoAnswer};
 pub use knowledge::{SkillSummary, skill_roots};
 pub use mcp_tools::McpServerStatus;

@@ -448,7 +448,8 @@ impl talaria_plugin_host::SecretSource for EnvSecrets {
 
 /// The user's settings for a plugin, from the config.yaml section that
 /// belongs to it: `web:` for the first-party `web` plugin (Hermes's key),
-/// with the search backend chosen by the API keys set when none is named.
+/// with the search backend chosen by the API keys set when none is named;
+/// `memory.providers.<name>` for a memory provider.
 fn plugin_settings(
     config: &ConfigFile,
     env: &talaria_profile::EnvLayer,
@@ -458,7 +459,8 @@ fn plugin_settings(
         ("web", PluginSource::Distribution) => {
             config.web.plugin_config(|name| env.get(name).is_some())
         }
-        _ => std::collections::BTreeMap::new(),
+        // A memory provider's settings: `memory.providers.<name>`.
+        (name, _) => config.memory.plugin_config(name).unwrap_or_default(),
     }
 }
 
@@ -541,26 +543,7 @@ mod load_tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-
-    /// The packaged test plugin `name` (`commands-probe`, `memory-probe`…),
-    /// built from its crate `crate_name` with `scripts/build-plugins` unless
-    /// `TALARIA_PLUGINS_PREBUILT` names a packaged tree.
-    fn test_plugin(name: &str, crate_name: &str) -> PathBuf {
-        let root = if let Some(dir) = std::env::var_os("TALARIA_PLUGINS_PREBUILT") {
-            PathBuf::from(dir)
-        } else {
-            let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-            let status = std::process::Command::new(repo.join("scripts/build-plugins"))
-                .args(["-p", crate_name])
-                .current_dir(repo)
-                .stdout(std::process::Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "scripts/build-plugins failed");
-            repo.join("target/plugins")
-        };
-        root.join("test").join(name)
-    }
+    use crate::test_support::test_plugin;
 
     fn commands_probe() -> PathBuf {
         test_plugin("commands-probe", "talaria-plugin-commands-probe")
@@ -719,16 +702,18 @@ mod load_tests {
             (adapters[0].plugin.as_str(), adapters[0].platform.as_str()),
             ("b-platform", "probe-chat")
         );
-        for expected in [
-            "plugin a-memory: memory provider loaded, not yet used by the agent",
-            "plugin b-platform: platform adapter for probe-chat loaded, not yet used by the agent",
-        ] {
-            assert!(
-                session.notices.iter().any(|n| n == expected),
-                "{expected:?} not in {:#?}",
-                session.notices
-            );
-        }
+        let expected =
+            "plugin b-platform: platform adapter for probe-chat loaded, not yet used by the agent";
+        assert!(
+            session.notices.iter().any(|n| n == expected),
+            "{expected:?} not in {:#?}",
+            session.notices
+        );
+        assert!(
+            !session.notices.iter().any(|n| n.contains("a-memory")),
+            "a memory provider loads quietly: {:#?}",
+            session.notices
+        );
         let broken_notice = session
             .notices
             .iter()
@@ -754,7 +739,7 @@ mod load_tests {
                 (
                     "a-memory",
                     PluginSource::User,
-                    &[status(PluginKind::Memory, KindState::LoadedNotWired)][..]
+                    &[status(PluginKind::Memory, KindState::Loaded)][..]
                 ),
                 (
                     "b-platform",

@@ -458,6 +458,9 @@ pub struct ConfigFile {
     /// The browser tools' Chromium and surfaces.
     #[serde(skip_serializing_if = "is_default")]
     pub browser: crate::browser_config::BrowserConfig,
+    /// The external memory provider.
+    #[serde(skip_serializing_if = "is_default")]
+    pub memory: crate::memory_config::MemoryConfig,
 }
 
 /// `talaria serve` (`api_server`).
@@ -603,6 +606,7 @@ impl ConfigFile {
         crate::cron_config::check(config.timezone.as_deref(), &config.cron, text, path)?;
         crate::web_config::check(&config.web, text, path)?;
         crate::browser_config::check(&config.browser, text, path)?;
+        crate::memory_config::check(&config.memory, text, path)?;
         Ok(config)
     }
 

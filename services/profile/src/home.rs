@@ -197,6 +197,18 @@ impl ProfileHome {
         }
     }
 
+    /// The profile's name: `default`, or the name of a profile under
+    /// `<root>/profiles/`.
+    pub fn profile_name(&self) -> String {
+        match self.named_profile_root() {
+            Some(_) => self.root.file_name().map_or_else(
+                || "default".to_owned(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            None => "default".to_owned(),
+        }
+    }
+
     /// The Talaria root when this home is a named profile (`<root>/profiles/<name>`).
     fn named_profile_root(&self) -> Option<PathBuf> {
         let parent = self.root.parent()?;

@@ -19,6 +19,7 @@ pub mod home;
 pub mod home_modes;
 mod load;
 pub mod mcp_config;
+pub mod memory_config;
 pub mod profiles;
 pub mod settings;
 pub mod web_config;
@@ -32,6 +33,7 @@ pub use gateway_config::{BusyMode, GatewayConfig, GroupSessions, HomeChannel, Pl
 pub use home::ProfileHome;
 pub use load::{LoadError, load_profile};
 pub use mcp_config::{McpApproval, McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
+pub use memory_config::MemoryConfig;
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};
 pub use settings::{ModelSettings, Overrides, Settings, SettingsError};
 pub use web_config::{ExtractBackend, SearchBackend, WebConfig};

@@ -315,6 +315,7 @@ async fn build(
         messenger: None,
         clarifier: Some(clarifier),
         browsers: None,
+        chat_user: None,
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

@@ -326,6 +326,7 @@ impl Runner {
             messenger: None,
             clarifier: None,
             browsers: None,
+            chat_user: None,
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

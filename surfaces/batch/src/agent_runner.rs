@@ -97,6 +97,7 @@ impl AgentItemRunner {
             messenger: None,
             clarifier: None,
             browsers: None,
+            chat_user: None,
         };
         let mut agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

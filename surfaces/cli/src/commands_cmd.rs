@@ -56,6 +56,7 @@ pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String
         messenger: None,
         clarifier: None,
         browsers: None,
+        chat_user: None,
     };
     Agent::build(&settings, home, options)
         .await

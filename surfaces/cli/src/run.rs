@@ -126,6 +126,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         messenger: None,
         clarifier,
         browsers: None,
+        chat_user: None,
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;

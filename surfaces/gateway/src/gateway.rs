@@ -163,6 +163,8 @@ struct Asking {
     approvals: String,
     /// `clarify`: the chat and the user whose message started the turn.
     clarify: String,
+    /// The platform's id of that user (the memory provider's scope).
+    user_id: String,
 }
 
 impl<R: TurnRunner> Gateway<R> {
@@ -227,6 +229,7 @@ impl<R: TurnRunner> Gateway<R> {
         let asking = Asking {
             clarify: clarify_key(&approvals_chat, &message.sender.id),
             approvals: approvals_chat,
+            user_id: message.sender.id.clone(),
         };
         if command(text).is_none()
             && !text.is_empty()
@@ -516,6 +519,7 @@ impl<R: TurnRunner> Gateway<R> {
                     chat_id: job.to.chat_id.clone(),
                     thread: job.to.thread.clone(),
                 },
+                user_id: Some(job.asking.user_id.clone()),
             });
             let result = tokio::select! {
                 // The answer first: a renewal due at the same moment is not needed.

@@ -128,6 +128,8 @@ pub struct Turn {
     /// The account's platform (`gateway.platforms.<name>`) and the chat the
     /// message came from: `send_message`'s current chat.
     pub chat: ChatAddress,
+    /// The platform's id of the person whose message started the turn.
+    pub user_id: Option<String>,
 }
 
 impl std::fmt::Debug for Turn {

@@ -111,6 +111,7 @@ impl AgentRunner {
             approver,
             messenger: self.messenger.clone(),
             clarifier: None,
+            chat_user: None,
         };
         self.agent_on(Surface::Gateway, settings, session_id, source, attendance)
             .await
@@ -135,6 +136,7 @@ impl AgentRunner {
             clarifier: attendance.clarifier,
             // A chat goes on over many messages; a webhook or a job is one run.
             browsers: (surface == Surface::Gateway).then(|| self.browsers.clone()),
+            chat_user: attendance.chat_user,
         };
         let agent = Agent::build(settings, &self.home, options)
             .await
@@ -196,6 +198,10 @@ impl AgentRunner {
                         .clarifier
                         .clone()
                         .map(|chat| Arc::new(InTheChat(chat)) as Arc<dyn Clarifier>),
+                    chat_user: turn.user_id.clone().map(|user_id| talaria_agent::ChatUser {
+                        platform: turn.chat.platform.clone(),
+                        user_id,
+                    }),
                 },
             )
             .await
@@ -274,6 +280,7 @@ impl AgentRunner {
                     messenger: None,
                     // Nobody attends: no questions.
                     clarifier: None,
+                    chat_user: None,
                 },
             )
             .await
@@ -344,6 +351,8 @@ struct Attendance {
     approver: Arc<dyn Approver>,
     messenger: Option<Arc<dyn Messenger>>,
     clarifier: Option<Arc<dyn Clarifier>>,
+    /// The person talking, where a chat user started the turn.
+    chat_user: Option<talaria_agent::ChatUser>,
 }
 
 /// The chat's question-and-answer as the agent's [`Clarifier`].
@@ -562,6 +571,7 @@ mod tests {
                 clarifier: None,
                 platform: fallback_capabilities("irc"),
                 chat: ChatAddress::parse("irc:ann").unwrap(),
+                user_id: None,
             })
             .await;
         assert_eq!(result.session_id, "1800000000_abcdef");

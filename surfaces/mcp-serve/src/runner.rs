@@ -262,6 +262,7 @@ async fn run_agent(
         messenger: None,
         clarifier: None,
         browsers: None,
+        chat_user: None,
     };
     let mut agent = Agent::build(&settings, &home, options)
         .await

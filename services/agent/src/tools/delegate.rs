@@ -64,6 +64,9 @@ pub struct ChildKit {
     pub max_depth: u32,
     /// Steps each child may take.
     pub child_iterations: u32,
+    /// The session's memory provider, told of each delegation (children
+    /// learn only when it asks).
+    pub memory: Option<crate::external_memory::ChildMemory>,
 }
 
 /// The `delegate_task` tool source; its kit is filled in after the parent's
@@ -216,11 +219,19 @@ impl ChildKit {
                 depth: self.depth + 1,
                 max_depth: self.max_depth,
                 child_iterations: self.child_iterations,
+                memory: self.memory.clone(),
             });
         }
         let mut ports = Ports::new(Arc::new(dispatcher), store, Arc::new(SystemClock::new()));
         ports.summarizer = self.summarizer.clone();
         ports.hooks = Arc::new(ToolHooks(self.hooks.clone()));
+        let child_memory = match &self.memory {
+            Some(memory) => memory.open_child(&child_id).await.map(Arc::new),
+            None => None,
+        };
+        ports.memory = child_memory
+            .clone()
+            .map(|m| m as Arc<dyn talaria_kernel::ExternalMemory>);
         let mut child = match AgentLoop::new(
             self.routes.clone(),
             ports,
@@ -241,6 +252,21 @@ impl ChildKit {
             .run_turn(&mut conversation, input, &NoEvents, &cancel.child_token())
             .await;
         child.end_session(&conversation).await;
+        if let Some(memory) = &child_memory {
+            memory.end(&conversation.messages).await;
+        }
+        if let (
+            Some(memory),
+            Ok(
+                Exit::Final(report)
+                | Exit::BudgetExhausted {
+                    summary: report, ..
+                },
+            ),
+        ) = (&self.memory, &outcome)
+        {
+            memory.parent.delegated(&task.goal, report, &child_id);
+        }
         let iterations = child.state().iterations;
         let mut result = match outcome {
             Ok(Exit::Final(report)) => json!({

@@ -11,16 +11,19 @@ use talaria_memory::{
 };
 
 use super::NativeTool;
+use crate::external_memory::ActiveMemory;
 
 /// The `memory` tool over one store.
 pub struct MemoryTool {
     store: Arc<MemoryStore>,
+    /// The session's external provider, told of every write.
+    mirror: Option<Arc<ActiveMemory>>,
 }
 
 impl MemoryTool {
-    /// A tool writing to `store`.
-    pub fn new(store: Arc<MemoryStore>) -> Self {
-        Self { store }
+    /// A tool writing to `store`, mirroring its writes to `mirror`.
+    pub fn new(store: Arc<MemoryStore>, mirror: Option<Arc<ActiveMemory>>) -> Self {
+        Self { store, mirror }
     }
 }
 
@@ -41,10 +44,15 @@ impl NativeTool for MemoryTool {
 
     async fn call(&self, arguments: &Value, _context: &ToolContext) -> Result<Value, String> {
         let store = self.store.clone();
-        let arguments = arguments.clone();
+        let args = arguments.clone();
         // File writes with fsync and a cross-process lock: off the async threads.
-        tokio::task::spawn_blocking(move || handle_memory_call(&store, &arguments))
+        let written = tokio::task::spawn_blocking(move || handle_memory_call(&store, &args))
             .await
-            .map_err(|e| format!("the memory write did not finish: {e}"))?
+            .map_err(|e| format!("the memory write did not finish: {e}"))??;
+        if let Some(mirror) = &self.mirror {
+            let field = |name: &str| arguments.get(name).and_then(Value::as_str).unwrap_or("");
+            mirror.memory_written(field("action"), field("target"), field("content"));
+        }
+        Ok(written)
     }
 }

@@ -99,6 +99,8 @@ pub(crate) struct NativeToolInputs<'a> {
     pub vision: (Arc<Auxiliary>, talaria_images::ImageStore, bool),
     /// The browser tools, when the surface offers them and Chromium is there.
     pub browser: Option<BrowserTools>,
+    /// The session's external memory provider (told of `memory` writes).
+    pub external_memory: Option<Arc<crate::external_memory::ActiveMemory>>,
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -129,10 +131,11 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         clarifier,
         vision,
         browser,
+        external_memory,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
-        tools.push(Arc::new(MemoryTool::new(store)));
+        tools.push(Arc::new(MemoryTool::new(store, external_memory)));
     }
     tools.extend(skill_tools(knowledge.skill_manager(), threat_scan()));
     if let Some(db) = db {

@@ -280,6 +280,7 @@ impl Repl {
             messenger: None,
             clarifier: Some(self.view.clarifier()),
             browsers: None,
+            chat_user: None,
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

@@ -44,6 +44,7 @@ async fn agent() -> TestAgent {
         messenger: None,
         clarifier: None,
         browsers: None,
+        chat_user: None,
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {
