@@ -139,3 +139,7 @@ impl Memory for Mem0 {
 #[cfg(test)]
 #[path = "provider_tests.rs"]
 mod tests;
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+#[path = "fake_server_tests.rs"]
+mod fake_server_tests;
