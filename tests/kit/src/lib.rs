@@ -26,6 +26,7 @@ pub mod assertions;
 #[cfg(feature = "devtools")]
 mod devtools;
 mod http;
+pub mod mem0;
 pub mod ngircd;
 mod openai;
 pub mod pki;
@@ -41,6 +42,7 @@ mod website;
 
 #[cfg(feature = "devtools")]
 pub use devtools::{DevToolsCall, FakeDevTools, FakePage};
+pub use mem0::{FakeMem0, Mem0Request};
 pub use recorder::{Image, Message, RecordedRequest, Role, ToolResult, ToolUse, Wire, read_jsonl};
 pub use script::{Script, ScriptError, Step, StepKind, ToolCall};
 pub use server::{LineEnding, ScriptedServer, ServerOptions};
