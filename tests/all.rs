@@ -40,6 +40,8 @@ mod languages;
 mod mcp;
 #[path = "all/mcp_serve.rs"]
 mod mcp_serve;
+#[path = "all/memory_providers.rs"]
+mod memory_providers;
 #[path = "all/model_errors.rs"]
 mod model_errors;
 #[path = "all/pairing.rs"]

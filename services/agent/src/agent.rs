@@ -239,10 +239,11 @@ impl Agent {
         let knowledge = Knowledge::load(home, cwd);
         notices.extend(knowledge.notices.iter().cloned());
         let (session_id, history) = resume_or_start(resume.as_deref(), db.as_ref(), &mut notices)?;
-        let memory_providers = plugins.memory.map(Arc::new);
-        let (external_memory, child_memory) = match crate::external_memory::session_kind(surface) {
-            Some(kind) => {
-                let scope = talaria_plugin_host::MemoryScope {
+        let memory = crate::external_memory::for_session(
+            plugins.memory,
+            &settings.config.memory,
+            crate::external_memory::session_kind(surface).map(|kind| {
+                talaria_plugin_host::MemoryScope {
                     session_id: session_id.clone(),
                     kind,
                     platform: chat_user
@@ -252,26 +253,12 @@ impl Agent {
                     user_id: chat_user.as_ref().map(|u| u.user_id.clone()),
                     parent_session: None,
                     model: settings.primary.model.clone(),
-                };
-                let config = &settings.config.memory;
-                let providers = memory_providers.as_deref();
-                let active =
-                    crate::external_memory::open(providers, config, scope.clone(), &mut notices)
-                        .await
-                        .map(Arc::new);
-                let children = active
-                    .clone()
-                    .zip(memory_providers)
-                    .map(|(parent, providers)| crate::external_memory::ChildMemory {
-                        parent,
-                        providers,
-                        scope,
-                        prefetch_timeout: Duration::from_millis(config.prefetch_timeout_ms),
-                    });
-                (active, children)
-            }
-            None => (None, None),
-        };
+                }
+            }),
+            &mut notices,
+        )
+        .await;
+        let external_memory = memory.active;
 
         // The tools: the native ones, then the plugins', then the MCP servers'.
         let someone_can_approve = !settings.yolo
@@ -316,7 +303,9 @@ impl Agent {
         if let Some(mcp) = &mcp {
             sources.push(mcp.gated.clone());
         }
-        let options = dispatch_options(&settings.config, surface, home, cwd);
+        let mut options = dispatch_options(&settings.config, surface, home, cwd);
+        // A memory plugin's own tools are offered only while it is the session's provider.
+        options.profile.excluded_tools.extend(memory.idle_tools);
         let (tools, dispatch_notices) = Dispatcher::new(sources.clone(), options.clone());
         notices.extend(dispatch_notices);
         let tools = Arc::new(tools);
@@ -353,7 +342,7 @@ impl Agent {
             depth: 1,
             max_depth: delegation_depth,
             child_iterations: settings.config.delegation.child_iterations.max(1),
-            memory: child_memory,
+            memory: memory.children,
         });
         let agent_loop = AgentLoop::new(routes, ports, budget, loop_config)
             .map_err(|e| BuildError(e.to_string()))?;

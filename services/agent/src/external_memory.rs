@@ -425,31 +425,74 @@ pub fn session_kind(surface: crate::Surface) -> Option<MemorySessionKind> {
     }
 }
 
-/// Opens the active provider for a session, or explains in `notices` why
-/// none is used.
-pub async fn open(
-    providers: Option<&talaria_plugin_host::PluginMemoryProviders>,
+/// A session's external memory: the active provider, what its children
+/// get, and the tools of the memory plugins that are not active (not offered).
+pub struct SessionMemory {
+    /// The active provider, when one is set and opened.
+    pub active: Option<Arc<ActiveMemory>>,
+    /// What delegated children get.
+    pub children: Option<ChildMemory>,
+    /// The tools of the other memory plugins.
+    pub idle_tools: Vec<String>,
+}
+
+/// Opens the active provider (`memory.provider`) among `providers` for the
+/// session `scope` describes (`None`: the surface has no external memory),
+/// or explains in `notices` why none is used.
+pub async fn for_session(
+    providers: Option<talaria_plugin_host::PluginMemoryProviders>,
     config: &talaria_profile::MemoryConfig,
-    scope: MemoryScope,
+    scope: Option<MemoryScope>,
+    notices: &mut Vec<String>,
+) -> SessionMemory {
+    let providers = providers.map(Arc::new);
+    let prefetch_timeout = Duration::from_millis(config.prefetch_timeout_ms);
+    let active = match (&scope, config.active()) {
+        (Some(scope), Some(name)) => {
+            open(providers.as_deref(), name, scope, prefetch_timeout, notices)
+                .await
+                .map(Arc::new)
+        }
+        _ => None,
+    };
+    let active_name = active.as_ref().map(|a| a.name().to_owned());
+    let idle_tools = providers
+        .iter()
+        .flat_map(|p| p.plugins())
+        .filter(|p| Some(p.name()) != active_name.as_deref())
+        .flat_map(|p| p.tools().iter().map(|t| t.spec.name.clone()))
+        .collect();
+    let children = match (active.clone(), providers, scope) {
+        (Some(parent), Some(providers), Some(scope)) => Some(ChildMemory {
+            parent,
+            providers,
+            scope,
+            prefetch_timeout,
+        }),
+        _ => None,
+    };
+    SessionMemory {
+        active,
+        children,
+        idle_tools,
+    }
+}
+
+async fn open(
+    providers: Option<&talaria_plugin_host::PluginMemoryProviders>,
+    name: &str,
+    scope: &MemoryScope,
+    prefetch_timeout: Duration,
     notices: &mut Vec<String>,
 ) -> Option<ActiveMemory> {
-    let name = config.active()?;
     let Some(providers) = providers.filter(|p| !p.is_empty()) else {
         notices.push(format!(
             "memory provider {name} is not used: no memory plugin is loaded"
         ));
         return None;
     };
-    let kind = scope.kind;
-    match providers.open(name, &scope).await {
-        Ok(session) => Some(
-            ActiveMemory::start(
-                session,
-                kind,
-                Duration::from_millis(config.prefetch_timeout_ms),
-            )
-            .await,
-        ),
+    match providers.open(name, scope).await {
+        Ok(session) => Some(ActiveMemory::start(session, scope.kind, prefetch_timeout).await),
         Err(error) => {
             notices.push(format!("memory provider {name} is not used: {error}"));
             None

@@ -12,6 +12,7 @@ pub mod grants;
 pub mod key_health;
 pub mod knowledge;
 mod mcp_tools;
+pub mod memory_admin;
 mod messenger;
 pub mod plugins;
 pub mod session_ops;

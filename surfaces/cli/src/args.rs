@@ -58,6 +58,10 @@ pub enum Command {
     /// Chat-platform pairings: list the requests and paired users, approve a code, revoke a user.
     #[command(subcommand)]
     Pairing(PairingCommand),
+    /// Memory: the built-in files, the external provider (status, providers,
+    /// use, off) and the local fact store's facts.
+    #[command(subcommand)]
+    Memory(crate::memory_cmd::MemoryCommand),
     /// Scheduled jobs: add, list, show, pause, resume and remove them.
     #[command(subcommand)]
     Cron(crate::cron_cmd::CronCommand),

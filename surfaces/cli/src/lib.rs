@@ -15,6 +15,7 @@ mod gateway_cmd;
 mod import_cmd;
 mod mcp_cmd;
 mod mcp_serve_cmd;
+mod memory_cmd;
 mod pairing_cmd;
 mod plugin_dev;
 mod plugin_registry;
@@ -146,6 +147,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Skin(command)) => skins::run(command, &home),
             Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
             Some(args::Command::Cron(command)) => cron_cmd::run(command, &home).await,
+            Some(args::Command::Memory(command)) => memory_cmd::run(command, &home).await,
             Some(args::Command::Batch(command)) => batch_cmd::run(command, &home).await,
             Some(args::Command::Gateway(command)) => {
                 let name = cli.profile.clone().unwrap_or_else(|| profiles.active());

@@ -4,6 +4,7 @@
 
 mod general;
 mod mcp;
+mod memory;
 mod model;
 mod session;
 
@@ -67,6 +68,7 @@ pub static BUILTINS: &[Builtin] = &[
     Builtin { name: "plugins", aliases: &[], args: &[], flags: &[], description: "The plugins found, what they provide and where they come from", category: "Tools", surfaces: EVERYWHERE, run: handler!(tools::plugins) },
     Builtin { name: "mcp", aliases: &[], args: &[], flags: &[], description: "The session's MCP servers: how they are reached, their tools, whether they are connected", category: "Tools", surfaces: EVERYWHERE, run: handler!(mcp::mcp) },
     Builtin { name: "reload-mcp", aliases: &[], args: &[], flags: &[], description: "List the MCP servers' tools again and continue with them now (the prompt cache starts over)", category: "Tools", surfaces: EVERYWHERE, run: handler!(mcp::reload_mcp) },
+    Builtin { name: "memory", aliases: &[], args: &[ArgSpec::optional("action", ArgKind::Choice(&["status", "use", "off"])), ArgSpec::optional("provider", ArgKind::Text)], flags: &[], description: "Memory: the built-in files and the external provider (use NAME or off: from the next session)", category: "Tools", surfaces: EVERYWHERE, run: handler!(memory::memory) },
     Builtin { name: "yolo", aliases: &[], args: &[ArgSpec::optional("mode", ArgKind::Choice(&["on", "off"]))], flags: &[], description: "Run dangerous commands without asking (hardline ones stay blocked)", category: "Tools", surfaces: TERMINAL, run: handler!(tools::yolo) },
     // Display
     Builtin { name: "skin", aliases: &["theme"], args: &[ArgSpec::optional("name", ArgKind::Skin)], flags: &[], description: "List skins or switch to one", category: "Display", surfaces: TERMINAL, run: handler!(general::skin) },
