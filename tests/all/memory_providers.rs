@@ -154,7 +154,11 @@ fn the_mem0_provider_recalls_and_learns_through_the_fake_service() {
     let output = run(home.query_in(work.path(), &server, &prompt, &[]));
     assert_code(&output, 0);
     let turn = user_turn(&server, 0);
-    assert!(turn.contains("<memory-context>"), "{turn}\n{}", stderr(&output));
+    assert!(
+        turn.contains("<memory-context>"),
+        "{turn}\n{}",
+        stderr(&output)
+    );
     assert!(turn.contains("Ada prefers answers in French"), "{turn}");
 
     let requests = mem0.requests();
@@ -284,4 +288,64 @@ fn memory_commands_choose_and_describe_the_provider() {
     assert_code(&run(home.talaria(&["memory", "off"])), 0);
     assert!(!home.read("config.yaml").contains("provider: facts"));
     assert!(stdout(&run(home.talaria(&["memory", "status"]))).contains("External provider: none"));
+}
+
+/// `talaria plugin new NAME --kind memory` is a working provider: its own
+/// tests pass, `talaria plugin build` makes its component, and installed with
+/// the one grant it asks for it recalls an earlier session's message.
+#[test]
+fn a_provider_from_the_template_passes_its_tests_and_recalls_across_sessions() {
+    let home = Home::new();
+    let projects = home.workdir();
+    let mut new = home.talaria(&["plugin", "new", "notes-test", "--kind", "memory"]);
+    new.current_dir(projects.path());
+    let created = run(new);
+    assert_code(&created, 0);
+    assert_contains(&stdout(&created), "Created rust memory provider notes-test");
+    let project = projects.path().join("notes-test");
+    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("talaria memory use notes-test"),
+        "renamed in the source"
+    );
+
+    let mut test = std::process::Command::new("cargo");
+    test.args(["test"]).current_dir(&project);
+    // The plugins' build cache: the SDK and its bindings are most of the build.
+    rust_toolchain_env(&mut test);
+    let tested = test.output().unwrap();
+    assert_code(&tested, 0);
+    assert_contains(&stdout(&tested), "test result: ok. 2 passed");
+
+    let mut build = home.talaria(&["plugin", "build", "notes-test"]);
+    build.current_dir(projects.path());
+    rust_toolchain_env(&mut build);
+    assert_code(&run(build), 0);
+    let package = project.join("dist/notes-test");
+    let installed = run(home.talaria(&[
+        "plugin",
+        "install",
+        package.to_str().unwrap(),
+        "--grant",
+        "kv",
+    ]));
+    assert_code(&installed, 0);
+    assert_code(&run(home.talaria(&["memory", "use", "notes-test"])), 0);
+
+    let work = home.workdir();
+    let first = ScriptedServer::spawn(Script::new([Step::text("Noted.")])).unwrap();
+    let said = "I drink green tea every morning";
+    assert_code(&run(home.query_in(work.path(), &first, said, &[])), 0);
+    assert_eq!(user_turn(&first, 0), said, "nothing to recall yet");
+    let second = ScriptedServer::spawn(Script::new([Step::text("Green tea.")])).unwrap();
+    assert_code(
+        &run(home.query_in(work.path(), &second, "which tea do I drink?", &[])),
+        0,
+    );
+    let turn = user_turn(&second, 0);
+    assert_contains(&turn, &format!("- the user once said: {said}"));
+    assert!(
+        turn.starts_with("which tea do I drink?\n\n<memory-context>"),
+        "{turn}"
+    );
 }

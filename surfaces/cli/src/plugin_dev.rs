@@ -161,7 +161,7 @@ fn cargo_toml(name: &str, kind: Kind) -> String {
     // A tool derives its argument schema; an adapter needs only the SDK.
     let tool_dependencies = match kind {
         Kind::Tool => "schemars = \"1\"\nserde = { version = \"1\", features = [\"derive\"] }\n",
-        Kind::Adapter => "",
+        Kind::Adapter | Kind::Memory => "",
     };
     format!(
         r#"[package]
@@ -597,7 +597,8 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("x");
         for (lang, kind) in [
-            (None, "memory"),
+            (None, "skin"),
+            (Some("python"), "memory"),
             (Some("js"), "adapter"),
             (Some("zig"), "chat"),
         ] {
@@ -608,10 +609,10 @@ mod tests {
             );
             assert!(!dir.exists(), "nothing written for {lang:?} {kind}");
         }
-        let unknown = choose(None, Some("memory")).unwrap_err();
+        let unknown = choose(None, Some("skin")).unwrap_err();
         assert_eq!(
             unknown,
-            "unknown kind 'memory' for --kind: choose one of tool, adapter"
+            "unknown kind 'skin' for --kind: choose one of tool, adapter, memory"
         );
         let js = choose(Some("js"), Some("adapter")).unwrap_err();
         assert_eq!(

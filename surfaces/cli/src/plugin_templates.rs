@@ -71,17 +71,20 @@ pub enum Kind {
     Tool,
     /// A chat adapter for the gateway (`provides = ["chat"]`).
     Adapter,
+    /// A memory provider (`provides = ["memory"]`).
+    Memory,
 }
 
 impl Kind {
     /// Every kind, in the order they are offered.
-    pub const ALL: [Self; 2] = [Self::Tool, Self::Adapter];
+    pub const ALL: [Self; 3] = [Self::Tool, Self::Adapter, Self::Memory];
 
     /// The name `--kind` takes.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Tool => "tool",
             Self::Adapter => "adapter",
+            Self::Memory => "memory",
         }
     }
 
@@ -90,6 +93,7 @@ impl Kind {
         match text.trim().to_ascii_lowercase().as_str() {
             "tool" | "tools" => Ok(Self::Tool),
             "adapter" | "chat" | "chat-adapter" => Ok(Self::Adapter),
+            "memory" | "memory-provider" => Ok(Self::Memory),
             _ => Err(format!(
                 "unknown kind '{text}' for --kind: choose one of {}",
                 Self::ALL.map(Self::as_str).join(", ")
@@ -102,6 +106,7 @@ impl Kind {
         match self {
             Self::Tool => "tool plugin",
             Self::Adapter => "chat adapter",
+            Self::Memory => "memory provider",
         }
     }
 }
@@ -123,6 +128,11 @@ pub fn template(lang: Lang, kind: Kind) -> Result<Option<&'static Template>, Str
         (Kind::Adapter, lang) => Err(format!(
             "there is no {lang} adapter template: Rust and Python have one \
              (--lang rust, the default, or --lang python with --kind adapter)"
+        )),
+        (Kind::Memory, Lang::Rust) => Ok(Some(&RUST_MEMORY)),
+        (Kind::Memory, lang) => Err(format!(
+            "there is no {lang} memory provider template: Rust has one \
+             (--lang rust, the default, with --kind memory)"
         )),
     }
 }
@@ -514,6 +524,32 @@ static RUST_ADAPTER: Template = Template {
     build_hint: "cargo build --target wasm32-wasip2 --release",
 };
 
+/// The Rust memory provider's own files, like the adapter's.
+static RUST_MEMORY_FILES: [TemplateFile; 3] = [
+    file(
+        "plugin.toml",
+        include_str!("../../../sdk/rust/templates/memory-provider/plugin.toml"),
+        NameSite::Everywhere,
+    ),
+    file(
+        "src/lib.rs",
+        include_str!("../../../sdk/rust/templates/memory-provider/src/lib.rs"),
+        NameSite::Everywhere,
+    ),
+    file(
+        "README.md",
+        include_str!("../../../sdk/rust/templates/memory-provider/README.md"),
+        NameSite::Everywhere,
+    ),
+];
+
+static RUST_MEMORY: Template = Template {
+    lang: Lang::Rust,
+    example_name: "word-notes",
+    files: &RUST_MEMORY_FILES,
+    build_hint: "cargo build --target wasm32-wasip2 --release",
+};
+
 static JS: Template = Template {
     lang: Lang::Js,
     example_name: "words",
@@ -684,10 +720,13 @@ mod tests {
         }
         assert_eq!(Kind::parse("Chat"), Ok(Kind::Adapter));
         assert_eq!(
-            Kind::parse("memory").unwrap_err(),
-            "unknown kind 'memory' for --kind: choose one of tool, adapter"
+            Kind::parse("skin").unwrap_err(),
+            "unknown kind 'skin' for --kind: choose one of tool, adapter, memory"
         );
         assert!(template(Lang::Rust, Kind::Tool).unwrap().is_none());
+        let memory = template(Lang::Rust, Kind::Memory).unwrap().unwrap();
+        assert_eq!(memory.example_name, "word-notes");
+        assert!(template(Lang::Js, Kind::Memory).is_err());
         for lang in [Lang::Rust, Lang::Python] {
             let adapter = template(lang, Kind::Adapter).unwrap().unwrap();
             assert_eq!((adapter.lang, adapter.example_name), (lang, "line-chat"));
