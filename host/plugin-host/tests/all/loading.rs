@@ -5,7 +5,7 @@
 #[path = "loading/integrity.rs"]
 mod integrity;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use talaria_plugin_host::{Grants, LoadError, PluginHost, PluginKind, PluginTools};
@@ -311,4 +311,39 @@ async fn plugin_data_is_created_on_demand() {
         .unwrap();
     assert!(Path::new(&root.path().join("data/noop/state")).is_dir());
     assert_eq!(plugin.capabilities().filesystem.len(), 1);
+}
+
+/// A released WIT version is frozen: while `wit/plugin` is at the newest
+/// released version, it is that release, file for file (an addition must
+/// move it to the next version first).
+#[test]
+fn the_wit_in_development_matches_its_frozen_release_until_it_moves_on() {
+    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
+    let host_api = talaria_plugin_host::HOST_API.to_string();
+    let released = wit.join("versions").join(&host_api);
+    if !released.is_dir() {
+        return; // in development: not released yet
+    }
+    let files = |root: &Path| -> Vec<(PathBuf, String)> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    found.push((path.strip_prefix(root).unwrap().to_path_buf(), text));
+                }
+            }
+        }
+        found.sort();
+        found
+    };
+    assert_eq!(
+        files(&wit.join("plugin")),
+        files(&released),
+        "wit/plugin differs from the frozen {host_api}: move it to the next version"
+    );
 }
