@@ -15,8 +15,7 @@ fn user_turn(server: &ScriptedServer, index: usize) -> String {
     server.requests()[index]
         .messages()
         .into_iter()
-        .filter(|m| m.role == Role::User)
-        .next_back()
+        .rfind(|m| m.role == Role::User)
         .map(|m| m.text)
         .unwrap_or_default()
 }
@@ -348,4 +347,48 @@ fn a_provider_from_the_template_passes_its_tests_and_recalls_across_sessions() {
         turn.starts_with("which tea do I drink?\n\n<memory-context>"),
         "{turn}"
     );
+}
+
+/// With `extract: true` the auxiliary model (here the main one: no auxiliary
+/// is configured) reads each finished turn, and the facts it names are
+/// recalled in the next session.
+#[test]
+fn facts_extracted_by_the_model_from_one_session_reach_the_next() {
+    let home = Home::new();
+    home.write_config(&format!(
+        "{RETRY}memory:\n  provider: facts\n  providers:\n    facts:\n      extract: true\n"
+    ));
+    let work = home.workdir();
+    let first = ScriptedServer::spawn(Script::new([
+        Step::text("Lyon is lovely."),
+        // The extraction request, after the turn.
+        Step::text(r#"{"content": "The user lives in Lyon", "category": "user_pref"}"#),
+    ]))
+    .unwrap();
+    let output = run(home.query_in(work.path(), &first, "I moved to Lyon last year", &[]));
+    assert_code(&output, 0);
+    let requests = first.requests();
+    assert_eq!(requests.len(), 2, "the turn, then one extraction");
+    let extraction = requests[1].messages();
+    assert!(
+        extraction
+            .iter()
+            .any(|m| m.text.contains("I moved to Lyon last year")),
+        "the model reads the turn"
+    );
+    let facts = stdout(&run(home.talaria(&["memory", "facts", "list"])));
+    assert!(facts.contains("The user lives in Lyon"), "{facts}");
+
+    let second =
+        ScriptedServer::spawn(Script::new([Step::text("In Lyon."), Step::text("")])).unwrap();
+    assert_code(
+        &run(home.query_in(
+            work.path(),
+            &second,
+            "what do you know about Lyon and me?",
+            &[],
+        )),
+        0,
+    );
+    assert_contains(&user_turn(&second, 0), "The user lives in Lyon");
 }

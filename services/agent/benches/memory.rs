@@ -63,7 +63,7 @@ fn scope() -> MemoryScope {
 fn row(name: &str, mut samples: Vec<f64>) {
     samples.sort_by(f64::total_cmp);
     println!(
-        "| {name:<46} | {:>8.3} | {:>8.3} | {:>8.3} |",
+        "| {name:<56} | {:>8.3} | {:>8.3} | {:>8.3} |",
         samples[0],
         samples[samples.len() / 2],
         samples[samples.len() - 1]
@@ -177,7 +177,7 @@ async fn main() {
         "| {:<46} | {:>8} | {:>8} | {:>8} |",
         "", "min", "median", "max"
     );
-    println!("|{:-<48}|{:->10}|{:->10}|{:->10}|", "", "", "", "");
+    println!("|{:-<58}|{:->10}|{:->10}|{:->10}|", "", "", "", "");
     let noop = load(
         &host,
         &packages.join("test/memory-recorder"),

@@ -13,6 +13,7 @@
 //!   `<memory-context>` (its own tags neutralised).
 //! - A trap disables the provider for the session at once, three failures
 //!   (errors, deadlines missed) after [`MAX_FAILURES`]; the user is told once.
+//!   One that does not start within [`OPEN_DEADLINE`] is left out.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,9 @@ pub const QUEUE: usize = 64;
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
 /// Failures after which the provider is disabled for the session.
 pub const MAX_FAILURES: u32 = 3;
+/// How long a session's start waits for the provider's `initialize` and
+/// prompt block; a slower provider is left out of the session.
+pub const OPEN_DEADLINE: Duration = Duration::from_secs(10);
 
 enum Job {
     Prefetch {
@@ -491,10 +495,21 @@ async fn open(
         ));
         return None;
     };
-    match providers.open(name, scope).await {
-        Ok(session) => Some(ActiveMemory::start(session, scope.kind, prefetch_timeout).await),
-        Err(error) => {
+    let opening = async {
+        let session = providers.open(name, scope).await?;
+        Ok::<_, MemoryError>(ActiveMemory::start(session, scope.kind, prefetch_timeout).await)
+    };
+    match tokio::time::timeout(OPEN_DEADLINE, opening).await {
+        Ok(Ok(active)) => Some(active),
+        Ok(Err(error)) => {
             notices.push(format!("memory provider {name} is not used: {error}"));
+            None
+        }
+        Err(_) => {
+            notices.push(format!(
+                "memory provider {name} is not used: it did not start within {} s",
+                OPEN_DEADLINE.as_secs()
+            ));
             None
         }
     }

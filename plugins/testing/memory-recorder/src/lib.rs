@@ -84,7 +84,10 @@ impl Memory for Recorder {
         if self.quiet || self.turns.is_empty() {
             return Ok(String::new());
         }
-        Ok(format!("Earlier in this session: {}", self.turns.join(" | ")))
+        Ok(format!(
+            "Earlier in this session: {}",
+            self.turns.join(" | ")
+        ))
     }
 
     fn sync_turn(&mut self, turn: Vec<Message>) -> Result<(), String> {
