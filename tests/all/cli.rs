@@ -729,8 +729,9 @@ fn plugins_list_shows_sources_requests_and_grants() {
     let output = run(home.talaria(&["plugins", "info", "nope"]));
     assert_code(&output, 2);
     assert!(
-        stderr(&output)
-            .contains("no plugin named 'nope' (installed: fs, irc, telegram, terminal, web)"),
+        stderr(&output).contains(
+            "no plugin named 'nope' (installed: facts, fs, irc, mem0, telegram, terminal, web)"
+        ),
         "{}",
         stderr(&output)
     );

@@ -178,7 +178,7 @@ fn plugin_info_says_when_no_index_is_configured_and_fails_on_an_unknown_name() {
     assert_code(&output, 2);
     assert_contains(
         &stderr(&output),
-        "no plugin named 'nope' (installed: fs, irc, telegram, terminal, web), and no plugin index is configured",
+        "no plugin named 'nope' (installed: facts, fs, irc, mem0, telegram, terminal, web), and no plugin index is configured",
     );
     assert!(stdout(&output).is_empty(), "{}", stdout(&output));
 }
@@ -195,13 +195,10 @@ fn plugin_info_reports_each_kind_and_names_packages_of_kinds_it_cannot_serve() {
     crate::common::install_test_plugin(&home, "memory-probe");
     crate::common::install_test_plugin(&home, "platform-probe");
 
-    // Memory providers and platform adapters load, and say they are not used yet.
+    // Memory providers load and are used; 0.1.0 platform adapters load, and say they are not used.
     let output = info("memory-probe");
     assert_code(&output, 0);
-    assert_contains(
-        &stdout(&output),
-        "kind:      memory: loaded, not yet used by the agent",
-    );
+    assert_contains(&stdout(&output), "kind:      memory: loaded\n");
     let output = info("platform-probe");
     assert_code(&output, 0);
     assert_contains(

@@ -492,7 +492,7 @@ fn a_local_package_directory_installs_and_info_lists_versions() {
     let text = stdout(&output);
     assert!(
         text.starts_with(
-            "noop is not installed here (installed: fs, irc, telegram, terminal, web)."
+            "noop is not installed here (installed: facts, fs, irc, mem0, telegram, terminal, web)."
         ),
         "{text}"
     );
@@ -621,7 +621,7 @@ fn plugin_info_and_list_show_the_installed_plugin_and_its_index() {
     assert_code(&output, 2);
     assert_contains(
         &stderr(&output),
-        "no plugin named 'nothing-here' (installed: fs, irc, telegram, terminal, web, noop), \
+        "no plugin named 'nothing-here' (installed: facts, fs, irc, mem0, telegram, terminal, web, noop), \
          and no configured index lists it",
     );
 }

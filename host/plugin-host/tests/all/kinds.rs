@@ -1,6 +1,6 @@
-//! Every kind loads into its slot: memory providers and platform adapters
-//! (loaded and checked, not called by sessions yet) next to the kinds sessions
-//! use, the sets built over them, and the status of each kind.
+//! Every kind loads into its slot: memory providers and 0.1.0 platform
+//! adapters (loaded and checked, not called by sessions) next to the other
+//! kinds, the sets built over them, and the status of each kind.
 
 use std::path::Path;
 
@@ -160,12 +160,9 @@ async fn each_kind_has_a_status() {
     let memory = load(&host, &memory_probe_dir()).await;
     assert_eq!(
         memory.kind_statuses(),
-        [status(PluginKind::Memory, KindState::LoadedNotWired)]
+        [status(PluginKind::Memory, KindState::Loaded)]
     );
-    assert_eq!(
-        memory.kind_statuses()[0].to_string(),
-        "memory: loaded, not yet used by the agent"
-    );
+    assert_eq!(memory.kind_statuses()[0].to_string(), "memory: loaded");
     let platform = load(&host, &platform_probe_dir()).await;
     assert_eq!(
         platform.kind_statuses(),
@@ -248,8 +245,7 @@ async fn every_set_is_built_from_the_plugins_of_its_kind() {
     assert_eq!(
         sets.notices,
         [
-            "plugin memory-probe: memory provider loaded, not yet used by the agent",
-            "plugin platform-probe: platform adapter for probe-chat loaded, not yet used by the agent",
+            "plugin platform-probe: platform adapter for probe-chat loaded, not yet used by the agent"
         ]
     );
 
