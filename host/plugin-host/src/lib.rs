@@ -14,9 +14,10 @@
 //! - [`PluginHooks`] is the kernel's [`talaria_kernel::Hooks`] over the hooks
 //!   plugins; [`PluginCommands`] runs the command plugins' slash commands;
 //!   [`LoadedPlugin::skins`] lists a plugin's skins (from its component and
-//!   its package's `skins/*.yaml`); [`PluginMemoryProviders`] and
-//!   [`PluginPlatformAdapters`] hold the memory and platform plugins (loaded
-//!   and checked, not called by sessions yet). [`PluginSets`] builds every
+//!   its package's `skins/*.yaml`); [`PluginMemoryProviders`] holds the memory
+//!   plugins and opens one for a session as a [`MemorySession`] (a long-lived
+//!   instance); [`PluginPlatformAdapters`] holds the 0.1.0 platform plugins
+//!   (loaded and checked, not called). [`PluginSets`] builds every
 //!   set, and [`LoadedPlugin::kind_statuses`] says what became of each kind.
 //! - [`PluginChatAdapters`] holds the chat adapters, one per platform, and a
 //!   [`ChatConnection`] holds one chat account open in a long-lived instance
