@@ -331,13 +331,7 @@ pub fn rig_with(
 }
 
 pub fn rig_with_hooks(models: &[Arc<ScriptedModel>], hooks: Arc<dyn Hooks>) -> Rig {
-    rig_full(
-        models,
-        Budget::default(),
-        MemoryStore::default(),
-        FakeClock::default(),
-        |ports, _| ports.hooks = hooks,
-    )
+    rig_full_with(models, |ports, _| ports.hooks = hooks)
 }
 
 /// A rig whose loop compresses at half of `window` tokens.
@@ -346,16 +340,10 @@ pub fn rig_compressing(
     window: u32,
     summarizer: Option<Arc<dyn Summarizer>>,
 ) -> Rig {
-    rig_full(
-        models,
-        Budget::default(),
-        MemoryStore::default(),
-        FakeClock::default(),
-        |ports, config| {
-            ports.summarizer = summarizer;
-            config.context_window = Some(window);
-        },
-    )
+    rig_full_with(models, |ports, config| {
+        ports.summarizer = summarizer;
+        config.context_window = Some(window);
+    })
 }
 
 /// A rig with default budget, store and clock, its ports and config tweaked.

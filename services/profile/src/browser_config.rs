@@ -50,7 +50,7 @@ impl BrowserConfig {
     }
 
     /// The first bad setting: its key and what is wrong.
-    fn validate(&self) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
         if let Some(bad) = self.surfaces.iter().find(|s| {
             !OPTIONAL_SURFACES.contains(&s.as_str()) && !BROWSER_SURFACES.contains(&s.as_str())
         }) {
@@ -79,20 +79,6 @@ impl BrowserConfig {
 }
 
 /// Checks `browser:` of the parsed `text` (the file at `path`).
-pub(crate) fn check(
-    browser: &BrowserConfig,
-    text: &str,
-    path: &std::path::Path,
-) -> Result<(), crate::ConfigError> {
-    browser.validate().map_err(|(key, message)| {
-        crate::config::invalid_at(
-            path,
-            crate::config::locate_after(text, "browser", &key),
-            message,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;

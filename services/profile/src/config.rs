@@ -604,9 +604,9 @@ impl ConfigFile {
         }
         crate::gateway_config::check(&mut config.gateway, text, path, env)?;
         crate::cron_config::check(config.timezone.as_deref(), &config.cron, text, path)?;
-        crate::web_config::check(&config.web, text, path)?;
-        crate::browser_config::check(&config.browser, text, path)?;
-        crate::memory_config::check(&config.memory, text, path)?;
+        section_checked("web", config.web.validate(), text, path)?;
+        section_checked("browser", config.browser.validate(), text, path)?;
+        section_checked("memory", config.memory.validate(), text, path)?;
         Ok(config)
     }
 
@@ -614,6 +614,17 @@ impl ConfigFile {
     pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
         serde_yaml_ng::to_string(self)
     }
+}
+
+/// A section's own check (the bad key and what is wrong with it) as an error
+/// at that key's place in `text`.
+fn section_checked(
+    section: &str,
+    verdict: Result<(), (String, String)>,
+    text: &str,
+    path: &std::path::Path,
+) -> Result<(), ConfigError> {
+    verdict.map_err(|(key, message)| invalid_at(path, locate_after(text, section, &key), message))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`. Returns the

@@ -57,7 +57,7 @@ impl MemoryConfig {
     }
 
     /// The first bad setting: its key and what is wrong.
-    fn validate(&self) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
         if !(1..=MAX_PREFETCH_TIMEOUT_MS).contains(&self.prefetch_timeout_ms) {
             return Err((
                 "prefetch_timeout_ms".into(),
@@ -86,20 +86,6 @@ fn scalar_text(value: &serde_yaml_ng::Value) -> Option<String> {
         serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
-}
-
-pub(crate) fn check(
-    memory: &MemoryConfig,
-    text: &str,
-    path: &std::path::Path,
-) -> Result<(), crate::ConfigError> {
-    memory.validate().map_err(|(key, message)| {
-        crate::config::invalid_at(
-            path,
-            crate::config::locate_after(text, "memory", &key),
-            message,
-        )
-    })
 }
 
 #[cfg(test)]

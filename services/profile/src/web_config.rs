@@ -197,20 +197,6 @@ fn check_url(key: &str, value: &str) -> Result<(), (String, String)> {
 }
 
 /// Checks `web:` of the parsed `text` (the file at `path`).
-pub(crate) fn check(
-    web: &WebConfig,
-    text: &str,
-    path: &std::path::Path,
-) -> Result<(), crate::ConfigError> {
-    web.validate().map_err(|(key, message)| {
-        crate::config::invalid_at(
-            path,
-            crate::config::locate_after(text, "web", &key),
-            message,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

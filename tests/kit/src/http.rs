@@ -74,6 +74,68 @@ where
     Ok((addr, thread))
 }
 
+/// A fake REST API served one [`Connection`] per client (the fake
+/// Telegram Bot API, the fake mem0): what it answers and when it stops.
+pub(crate) trait FakeApi: Send + Sync + 'static {
+    /// Resolves once the server is told to stop.
+    fn stopped(&self) -> impl Future<Output = ()> + Send;
+    /// The answer to one request.
+    fn respond(&self, request: Request) -> impl Future<Output = Response> + Send;
+    /// The answer to a request that does not parse.
+    fn bad_request(&self, error: &str) -> Response;
+}
+
+/// Accepts connections until `api` stops, serving each on a task of its own.
+pub(crate) async fn serve_api<A: FakeApi>(listener: TcpListener, api: std::sync::Arc<A>) {
+    loop {
+        tokio::select! {
+            () = api.stopped() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(serve_api_connection(stream, std::sync::Arc::clone(&api)));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+}
+
+/// Answers one client's requests in order, keeping the connection open while
+/// it asks to.
+async fn serve_api_connection<A: FakeApi>(stream: TcpStream, api: std::sync::Arc<A>) {
+    let mut conn = Connection::new(stream);
+    let framing = Framing {
+        chunk_size: 0,
+        chunk_delay: Duration::ZERO,
+    };
+    loop {
+        let read = tokio::select! {
+            read = conn.read_request() => read,
+            () = api.stopped() => return,
+        };
+        let (response, keep_alive) = match read {
+            Ok(Some(request)) => {
+                let keep_alive = request.keep_alive();
+                let response = tokio::select! {
+                    response = api.respond(request) => response,
+                    () = api.stopped() => return,
+                };
+                (response, keep_alive)
+            }
+            Ok(None) => return,
+            Err(e) => (api.bad_request(&e.to_string()), false),
+        };
+        if conn
+            .send(&response, framing, keep_alive, api.stopped())
+            .await
+            .is_err()
+            || !keep_alive
+        {
+            return;
+        }
+    }
+}
+
 /// A parsed request.
 #[derive(Debug)]
 pub(crate) struct Request {

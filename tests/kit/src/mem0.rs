@@ -30,10 +30,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::http::{Connection, Ending, Framing, Request, Response, Running, serve_on_thread};
+use crate::http::{Ending, Request, Response, Running, serve_on_thread};
 
 /// The key [`FakeMem0::spawn`] expects.
 pub const DEFAULT_KEY: &str = "mem0-test-key";
@@ -150,7 +149,7 @@ impl FakeMem0 {
         });
         let server = Arc::clone(&shared);
         let (addr, thread) = serve_on_thread("mem0-fake", 0, move |listener| {
-            accept_loop(listener, server)
+            crate::http::serve_api(listener, server)
         })?;
         Ok(Self {
             addr,
@@ -208,54 +207,6 @@ impl FakeMem0 {
     /// timeout tests.
     pub fn set_delay(&self, delay: Duration) {
         self.shared.lock().delay = delay;
-    }
-}
-
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    loop {
-        tokio::select! {
-            () = shared.stopped() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-        }
-    }
-}
-
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let mut conn = Connection::new(stream);
-    let framing = Framing {
-        chunk_size: 0,
-        chunk_delay: Duration::ZERO,
-    };
-    loop {
-        let read = tokio::select! {
-            read = conn.read_request() => read,
-            () = shared.stopped() => return,
-        };
-        let (response, keep_alive) = match read {
-            Ok(Some(request)) => {
-                let keep_alive = request.keep_alive();
-                let response = tokio::select! {
-                    response = shared.respond(request) => response,
-                    () = shared.stopped() => return,
-                };
-                (response, keep_alive)
-            }
-            Ok(None) => return,
-            Err(e) => (detail(400, &format!("bad request: {e}")), false),
-        };
-        if conn
-            .send(&response, framing, keep_alive, shared.stopped())
-            .await
-            .is_err()
-            || !keep_alive
-        {
-            return;
-        }
     }
 }
 
@@ -323,6 +274,20 @@ fn required_str<'a>(body: &'a Value, field: &str) -> Result<&'a str, Response> {
         .and_then(Value::as_str)
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| detail(400, &format!("{field} is required")))
+}
+
+impl crate::http::FakeApi for Shared {
+    fn stopped(&self) -> impl std::future::Future<Output = ()> + Send {
+        Shared::stopped(self)
+    }
+
+    fn respond(&self, request: Request) -> impl std::future::Future<Output = Response> + Send {
+        Shared::respond(self, request)
+    }
+
+    fn bad_request(&self, error: &str) -> Response {
+        detail(400, &format!("bad request: {error}"))
+    }
 }
 
 impl Shared {

@@ -43,10 +43,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
-use crate::http::{Connection, Ending, Framing, Request, Response, Running, serve_on_thread};
+use crate::http::{Ending, Request, Response, Running, serve_on_thread};
 
 /// Longest long-poll the fake holds, as Telegram caps `timeout` at 50 s.
 const MAX_POLL_SECS: u64 = 50;
@@ -326,7 +325,7 @@ impl TelegramFake {
         });
         let server = Arc::clone(&shared);
         let (addr, thread) = serve_on_thread("telegram-fake", 0, move |listener| {
-            accept_loop(listener, server)
+            crate::http::serve_api(listener, server)
         })?;
         Ok(Self {
             addr,
@@ -493,54 +492,6 @@ impl State {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    loop {
-        tokio::select! {
-            () = shared.stopped() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(serve_connection(stream, Arc::clone(&shared)));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-        }
-    }
-}
-
-async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
-    let mut conn = Connection::new(stream);
-    let framing = Framing {
-        chunk_size: 0,
-        chunk_delay: Duration::ZERO,
-    };
-    loop {
-        let read = tokio::select! {
-            read = conn.read_request() => read,
-            () = shared.stopped() => return,
-        };
-        let (response, keep_alive) = match read {
-            Ok(Some(request)) => {
-                let keep_alive = request.keep_alive();
-                let response = tokio::select! {
-                    response = shared.respond(request) => response,
-                    () = shared.stopped() => return,
-                };
-                (response, keep_alive)
-            }
-            Ok(None) => return,
-            Err(e) => (error(400, &format!("Bad Request: {e}")), false),
-        };
-        if conn
-            .send(&response, framing, keep_alive, shared.stopped())
-            .await
-            .is_err()
-            || !keep_alive
-        {
-            return;
-        }
-    }
-}
-
 fn reply(status: u16, body: &Value, content_type: &str) -> Response {
     Response {
         status,
@@ -584,6 +535,20 @@ impl Drop for Holding<'_> {
 #[path = "telegram_methods.rs"]
 mod methods;
 use methods::Params;
+
+impl crate::http::FakeApi for Shared {
+    fn stopped(&self) -> impl std::future::Future<Output = ()> + Send {
+        Shared::stopped(self)
+    }
+
+    fn respond(&self, request: Request) -> impl std::future::Future<Output = Response> + Send {
+        Shared::respond(self, request)
+    }
+
+    fn bad_request(&self, problem: &str) -> Response {
+        error(400, &format!("Bad Request: {problem}"))
+    }
+}
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
