@@ -201,8 +201,9 @@ try {
       const before = result.updates.length;
       result.command = await prompt("/usage");
       // The SDK may run a notification's handler after the response that
-      // followed it on the wire resolved: give the command's answer a moment.
-      for (let waited = 0; waited < 2000; waited += 20) {
+      // followed it on the wire resolved: give the command's answer a moment
+      // (up to 10 s: a busy 2-core machine running other tests' agents).
+      for (let waited = 0; waited < 10000; waited += 20) {
         if (result.updates.slice(before).some((u) => u.sessionUpdate === "agent_message_chunk")) break;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
