@@ -245,3 +245,88 @@ fn host_imports_fail_cleanly_outside_a_component() {
         Err(HostError::Failed(_))
     ));
 }
+
+/// A provider that counts its turns, for `export_memory!`'s glue.
+struct Counter {
+    turns: usize,
+    session: String,
+}
+
+impl Memory for Counter {
+    fn initialize(scope: MemoryScope) -> Result<(Self, ProviderOptions), String> {
+        if scope.session_id.is_empty() {
+            return Err("no session".into());
+        }
+        let options = ProviderOptions {
+            write_in_secondary: scope.kind == SessionKind::Cron,
+        };
+        Ok((
+            Counter {
+                turns: 0,
+                session: scope.session_id,
+            },
+            options,
+        ))
+    }
+
+    fn prefetch(&mut self, query: String) -> Result<String, String> {
+        Ok(format!(
+            "{} turns before {query:?} in {}",
+            self.turns, self.session
+        ))
+    }
+
+    fn sync_turn(&mut self, turn: Vec<Message>) -> Result<(), String> {
+        self.turns += turn.len();
+        Ok(())
+    }
+}
+
+crate::export_memory!(Counter);
+
+#[test]
+fn export_memory_keeps_the_provider_between_calls() {
+    use crate::memory_bindings::exports::talaria::plugin::memory_lifecycle::Guest as Lifecycle;
+    use crate::memory_bindings::exports::talaria::plugin::memory_provider::Guest as Provider;
+    let info = SessionInfo {
+        session_id: "s".into(),
+        surface: "cli".into(),
+        model: "m".into(),
+    };
+    assert_eq!(
+        <__TalariaMemoryPlugin as Provider>::prefetch(info.clone(), "q".into()),
+        Err("the memory provider was not initialized".into()),
+        "nothing before initialize"
+    );
+    let scope = |session: &str| MemoryScope {
+        session_id: session.into(),
+        kind: SessionKind::Cron,
+        platform: "cli".into(),
+        profile: "default".into(),
+        user_id: None,
+        parent_session: None,
+        model: "m".into(),
+    };
+    assert_eq!(
+        <__TalariaMemoryPlugin as Lifecycle>::initialize(scope("")).err(),
+        Some("no session".into())
+    );
+    let options = <__TalariaMemoryPlugin as Lifecycle>::initialize(scope("s1")).unwrap();
+    assert!(options.write_in_secondary);
+    let message = Message {
+        role: Role::User,
+        content: "hi".into(),
+        tool_call_id: None,
+        name: None,
+    };
+    <__TalariaMemoryPlugin as Provider>::sync_turn(info.clone(), vec![message.clone(), message])
+        .unwrap();
+    assert_eq!(
+        <__TalariaMemoryPlugin as Provider>::prefetch(info, "next".into()),
+        Ok("2 turns before \"next\" in s1".into())
+    );
+    assert_eq!(
+        <__TalariaMemoryPlugin as Lifecycle>::system_prompt_block(),
+        None
+    );
+}
