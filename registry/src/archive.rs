@@ -116,6 +116,7 @@ fn collect(
 /// caller discards it.
 pub fn unpack(archive: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), RegistryError> {
     let unsafe_archive = |message: String| RegistryError::UnsafeArchive(message);
+    verify_stream(archive, limits)?;
     let mut tar = tar::Archive::new(GzDecoder::new(archive));
     let entries = tar
         .entries()
@@ -219,6 +220,35 @@ pub fn unpack(archive: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), 
     Ok(())
 }
 
+/// Decompresses the whole gzip stream once, without writing anything, so a
+/// damaged archive is refused before any of it is used: tar stops reading at
+/// its end-of-archive blocks, before gzip's trailer, whose CRC-32 and length
+/// are only checked at the end of the stream. Bounded like unpacking (plus
+/// tar's headers and padding), so a bomb is refused here too.
+fn verify_stream(archive: &[u8], limits: ArchiveLimits) -> Result<(), RegistryError> {
+    let tar_overhead = (limits.max_entries as u64 + 2).saturating_mul(1024);
+    let cap = limits
+        .max_unpacked_bytes
+        .min(
+            (archive.len() as u64)
+                .saturating_mul(limits.max_ratio)
+                .max(limits.ratio_floor_bytes),
+        )
+        .saturating_add(tar_overhead);
+    let mut stream = GzDecoder::new(archive).take(cap.saturating_add(1));
+    let read = std::io::copy(&mut stream, &mut std::io::sink()).map_err(|e| {
+        RegistryError::UnsafeArchive(format!(
+            "corrupt archive (the gzip stream does not check out): {e}"
+        ))
+    })?;
+    if read > cap {
+        return Err(RegistryError::UnsafeArchive(format!(
+            "unpacks to more than {cap} bytes"
+        )));
+    }
+    Ok(())
+}
+
 /// The entry path as a plain relative path (None for the root itself), or why
 /// it is refused.
 fn safe_relative(raw: &Path, max_depth: usize) -> Result<Option<PathBuf>, String> {
@@ -308,6 +338,31 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn a_damaged_gzip_trailer_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("plugin.toml"), "name = \"x\"\n").unwrap();
+        std::fs::write(dir.path().join("plugin.wasm"), vec![7u8; 4096]).unwrap();
+        let good = pack(dir.path()).unwrap();
+        // The trailer: CRC-32, then the length, of the uncompressed stream.
+        for at in [good.len() - 8, good.len() - 1] {
+            let mut damaged = good.clone();
+            damaged[at] ^= 0x01;
+            let dest = tempfile::tempdir().unwrap();
+            let error = unpack(&damaged, dest.path(), ArchiveLimits::default())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("corrupt archive"), "{error}");
+            assert_eq!(
+                std::fs::read_dir(dest.path()).unwrap().count(),
+                0,
+                "nothing written"
+            );
+        }
+        let dest = tempfile::tempdir().unwrap();
+        unpack(&good, dest.path(), ArchiveLimits::default()).unwrap();
+    }
+
     #[test]
     fn packing_refuses_links() {
         let dir = tempfile::tempdir().unwrap();
