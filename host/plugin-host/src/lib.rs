@@ -99,5 +99,5 @@ pub use talaria_tools::ToolFlags;
 pub use talaria_plugin_manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Grants, HOST_API,
     Limits, MANIFEST_FILE, Manifest, ManifestError, NetPattern, PluginKind, Runtime,
-    SecretCapability, compatible,
+    SecretCapability, compatible, network_request_covers,
 };

@@ -16,7 +16,8 @@ pub struct Grants {
     /// Manifest filesystem paths granted, with the most access allowed for each
     /// (a read-write request granted `read-only` is preopened read-only).
     pub filesystem: BTreeMap<String, Access>,
-    /// Network patterns granted (exactly as the manifest spells them).
+    /// Network patterns granted: as the manifest spells them, or narrower
+    /// than one it requests (`127.0.0.1:8931` for a request of `127.0.0.1:*`).
     pub network: BTreeSet<String>,
     /// Environment variable names granted.
     pub env: BTreeSet<String>,
@@ -87,10 +88,10 @@ impl Grants {
         }
         Capabilities {
             filesystem,
-            network: requested
+            network: self
                 .network
                 .iter()
-                .filter(|p| self.network.contains(*p))
+                .filter(|granted| network_request_covers(&requested.network, granted))
                 .cloned()
                 .collect(),
             env: requested
@@ -112,6 +113,22 @@ impl Grants {
             trust_native: requested.trust_native && self.trust_native,
         }
     }
+}
+
+/// Whether a network pattern the user granted is one the manifest requests,
+/// or narrower than one (`$config.*` requests are matched as spelled: their
+/// host is only known once the settings are read).
+pub fn network_request_covers(requested: &[String], granted: &str) -> bool {
+    if requested.iter().any(|r| r == granted) {
+        return true;
+    }
+    let Ok(narrow) = crate::NetPattern::parse(granted) else {
+        return false;
+    };
+    requested
+        .iter()
+        .filter_map(|r| crate::NetPattern::parse(r).ok())
+        .any(|wide| narrow.within(&wide))
 }
 
 #[cfg(test)]
@@ -173,5 +190,33 @@ mod tests {
         assert!(!eff.session_search);
         assert!(!eff.auxiliary_model, "requested but not granted");
         assert!(!eff.trust_native, "granted but not requested");
+    }
+
+    #[test]
+    fn a_narrower_network_grant_is_what_the_plugin_gets() {
+        let requested = Capabilities {
+            network: vec!["127.0.0.1:*".into(), "$config.server".into()],
+            ..Capabilities::default()
+        };
+        let grants = Grants {
+            network: [
+                "127.0.0.1:18931".to_string(),
+                "10.0.0.1:80".to_string(),
+                "$config.server".to_string(),
+            ]
+            .into(),
+            ..Grants::none()
+        };
+        let eff = grants.effective(&requested);
+        assert_eq!(eff.network, ["$config.server", "127.0.0.1:18931"]);
+        assert!(network_request_covers(
+            &requested.network,
+            "127.0.0.1:18931"
+        ));
+        assert!(!network_request_covers(
+            &requested.network,
+            "127.0.0.2:18931"
+        ));
+        assert!(!network_request_covers(&requested.network, "$config.other"));
     }
 }

@@ -16,7 +16,7 @@ mod manifest;
 mod net_pattern;
 pub mod version;
 
-pub use crate::grants::Grants;
+pub use crate::grants::{Grants, network_request_covers};
 pub use crate::manifest::{
     Access, Capabilities, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, FsCapability, Limits,
     MANIFEST_FILE, MAX_MEMORY_MB, MAX_TIMEOUT_MS, Manifest, ManifestError, PluginKind, Runtime,

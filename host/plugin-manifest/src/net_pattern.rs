@@ -127,6 +127,32 @@ impl NetPattern {
         matches!(self.host, HostPattern::Ip(_) | HostPattern::Name(_))
     }
 
+    /// Whether everything this pattern allows, `wider` allows too: a grant
+    /// narrower than what a manifest requests (`127.0.0.1:8931` within
+    /// `127.0.0.1:*`, `api.example.org:443` within `*.example.org:443`).
+    pub fn within(&self, wider: &NetPattern) -> bool {
+        let port = match (self.port, wider.port) {
+            (_, None) => true,
+            (Some(mine), Some(theirs)) => mine == theirs,
+            (None, Some(_)) => false,
+        };
+        let host = match (&self.host, &wider.host) {
+            (_, HostPattern::Any) => true,
+            (HostPattern::Ip(mine), HostPattern::Ip(theirs)) => {
+                canonical_ip(*mine) == canonical_ip(*theirs)
+            }
+            (HostPattern::Name(mine), HostPattern::Name(theirs)) => mine == theirs,
+            (HostPattern::Name(name) | HostPattern::Suffix(name), HostPattern::Suffix(suffix)) => {
+                name == suffix && matches!(self.host, HostPattern::Suffix(_))
+                    || name
+                        .strip_suffix(suffix.as_str())
+                        .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1)
+            }
+            _ => false,
+        };
+        port && host
+    }
+
     /// Whether the pattern allows this port.
     pub fn port_matches(&self, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
@@ -195,6 +221,32 @@ fn valid_hostname(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_is_within_a_wider_one_only_when_it_allows_less() {
+        let within = |narrow: &str, wide: &str| {
+            NetPattern::parse(narrow)
+                .unwrap()
+                .within(&NetPattern::parse(wide).unwrap())
+        };
+        assert!(within("127.0.0.1:18931", "127.0.0.1:*"));
+        assert!(within("127.0.0.1:18931", "127.0.0.1:18931"));
+        assert!(within("[::ffff:127.0.0.1]:80", "127.0.0.1:80"));
+        assert!(within("api.example.org:443", "*.example.org:443"));
+        assert!(within("*.eu.example.org:443", "*.example.org:*"));
+        assert!(within("*.example.org:443", "*.example.org:443"));
+        assert!(within("anything.test:1", "*:*"));
+        assert!(!within("127.0.0.1:*", "127.0.0.1:80"), "a wider port");
+        assert!(!within("127.0.0.2:80", "127.0.0.1:*"));
+        assert!(
+            !within("example.org:443", "*.example.org:443"),
+            "the apex is not a subdomain"
+        );
+        assert!(!within("*.example.org:443", "api.example.org:443"));
+        assert!(!within("evilexample.org:443", "*.example.org:443"));
+        assert!(!within("*:443", "example.org:443"));
+        assert!(!within("example.org:443", "127.0.0.1:443"));
+    }
 
     #[test]
     fn config_requests_name_the_address_of_their_setting() {

@@ -405,7 +405,13 @@ fn apply(
         }
         "network" | "env" | "secret" => {
             let (wanted, set) = match kind {
-                "network" => (requested.network.contains(rest), &mut grants.network),
+                "network" => (
+                    talaria_plugin_host::network_request_covers(
+                        &manifest.capabilities.network,
+                        rest,
+                    ),
+                    &mut grants.network,
+                ),
                 "secret" => (requested.secrets.contains(rest), &mut grants.secrets),
                 _ => (requested.env.contains(rest), &mut grants.env),
             };
@@ -498,6 +504,28 @@ mod tests {
         assert_eq!(
             store(dir.path()).grants_for(&m, &GrantSource::User),
             Grants::none()
+        );
+    }
+
+    #[test]
+    fn a_network_grant_may_be_narrower_than_the_request() {
+        let m = Manifest::parse(
+            "name = \"wide\"\nversion = \"1.0.0\"\napi = \"0.1.2\"\ndescription = \"d\"\n\
+             provides = [\"tools\"]\n[capabilities]\nnetwork = [\"127.0.0.1:*\"]\n",
+            Path::new("plugin.toml"),
+        )
+        .unwrap();
+        let narrow = parse_grant_list(&m, "network:127.0.0.1:18931").unwrap();
+        assert_eq!(describe(&narrow), ["network:127.0.0.1:18931"]);
+        assert_eq!(
+            narrow.effective(&m.capabilities).network,
+            ["127.0.0.1:18931"],
+            "the plugin gets the narrower grant"
+        );
+        let error = parse_grant_list(&m, "network:10.0.0.1:80").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin wide does not request network:10.0.0.1:80; it can only be granted what it asks for"
         );
     }
 
