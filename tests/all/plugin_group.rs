@@ -199,6 +199,18 @@ fn plugin_info_reports_each_kind_and_names_packages_of_kinds_it_cannot_serve() {
     let output = info("memory-probe");
     assert_code(&output, 0);
     assert_contains(&stdout(&output), "kind:      memory: loaded\n");
+    assert_contains(
+        &stdout(&output),
+        "  memory provider, not in use (talaria memory use memory-probe)",
+    );
+    // Commands and skins are listed like tools and hooks.
+    crate::common::install_test_plugin(&home, "commands-probe");
+    let output = info("commands-probe");
+    assert_code(&output, 0);
+    let text = stdout(&output);
+    assert_contains(&text, "  command /echo-args       Echoes its arguments");
+    assert_contains(&text, "  skin probe-dark");
+    assert_contains(&text, "  skin probe-light");
     let output = info("platform-probe");
     assert_code(&output, 0);
     assert_contains(

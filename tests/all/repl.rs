@@ -197,12 +197,25 @@ fn plugin_commands_and_skins_come_from_the_command_and_skin_worlds() {
     session
         .exp_string("probe-light")
         .expect("the data skin is listed");
+    session.send_line("/skin list").unwrap();
+    session
+        .exp_string("probe-light")
+        .expect("`/skin list` lists too (the first listing's line was read)");
     session.send_line("/quit").unwrap();
     session.exp_eof().unwrap();
     assert!(
         home.read("config.yaml").contains("skin: probe-dark"),
         "the choice is saved"
     );
+    // Outside the REPL the plugin's skins are there too.
+    let list = crate::common::stdout(&crate::common::run(home.talaria(&["skin", "list"])));
+    assert!(list.contains("* probe-dark"), "{list}");
+    assert!(list.contains("probe-light"), "{list}");
+    crate::common::assert_code(
+        &crate::common::run(home.talaria(&["skin", "use", "probe-light"])),
+        0,
+    );
+    assert!(home.read("config.yaml").contains("skin: probe-light"));
 }
 
 #[test]

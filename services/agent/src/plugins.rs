@@ -436,6 +436,20 @@ pub async fn load_plugins(
     session
 }
 
+/// The profile's plugins loaded for a command outside a session (`talaria
+/// skin`, `talaria memory facts`): in the current directory, with the
+/// config's settings, and an executor that runs nothing needing approval.
+pub async fn load_for_command(
+    home: &ProfileHome,
+    config: &ConfigFile,
+    surface: &str,
+) -> Result<SessionPlugins, String> {
+    let approvals = home.root().join("state").join("approvals.none");
+    let exec = talaria_plugin_host::ExecServices::deny_all(&approvals)?;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| home.root().to_path_buf());
+    Ok(load_plugins(home, config, &cwd, surface, exec, PluginServices::default()).await)
+}
+
 /// The secrets of the environment layer, for the plugin host.
 #[derive(Debug)]
 struct EnvSecrets(talaria_profile::EnvLayer);

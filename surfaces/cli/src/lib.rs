@@ -144,7 +144,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Session(command)) => sessions_cmd::run(command, &home),
             Some(args::Command::Import(command)) => import_cmd::run(command, &home).await,
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
-            Some(args::Command::Skin(command)) => skins::run(command, &home),
+            Some(args::Command::Skin(command)) => skins::run(command, &home).await,
             Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
             Some(args::Command::Cron(command)) => cron_cmd::run(command, &home).await,
             Some(args::Command::Memory(command)) => memory_cmd::run(command, &home).await,

@@ -68,7 +68,7 @@ pub async fn run(command: MemoryCommand, home: &ProfileHome) -> Status {
         MemoryCommand::Off => {
             memory_admin::no_provider(home, &env, &config).map(|line| lines(vec![line]))
         }
-        MemoryCommand::Facts(command) => facts(home, &config, &cwd, command).await,
+        MemoryCommand::Facts(command) => facts(home, &config, command).await,
     };
     match outcome {
         Ok(text) => {
@@ -86,7 +86,6 @@ fn lines(lines: Vec<String>) -> String {
 async fn facts(
     home: &ProfileHome,
     config: &ConfigFile,
-    cwd: &Path,
     command: FactsCommand,
 ) -> Result<String, String> {
     let (arguments, out) = match command {
@@ -98,7 +97,7 @@ async fn facts(
         FactsCommand::Export { out } => (json!({"action": "export"}), out),
     };
     let action = arguments["action"].as_str().unwrap_or_default().to_owned();
-    let answer = call_fact_store(home, config, cwd, arguments).await?;
+    let answer = call_fact_store(home, config, arguments).await?;
     match action.as_str() {
         "list" => Ok(render_list(&answer)),
         "remove" => match answer["removed"].as_bool() {
@@ -153,20 +152,9 @@ fn render_list(answer: &Value) -> String {
 async fn call_fact_store(
     home: &ProfileHome,
     config: &ConfigFile,
-    cwd: &Path,
     arguments: Value,
 ) -> Result<Value, String> {
-    let approvals = home.root().join("memory").join("approvals.none");
-    let exec = talaria_plugin_host::ExecServices::deny_all(&approvals)?;
-    let plugins = talaria_agent::plugins::load_plugins(
-        home,
-        config,
-        cwd,
-        "cli",
-        exec,
-        talaria_agent::plugins::PluginServices::default(),
-    )
-    .await;
+    let plugins = talaria_agent::plugins::load_for_command(home, config, "cli").await?;
     let tools = plugins
         .tools
         .filter(|tools| tools.specs().iter().any(|t| t.name == "fact_store"))

@@ -262,7 +262,7 @@ async fn info(
 }
 
 /// The found half of `plugin info`: manifest, grants, and whether it loads
-/// (loading it to list its tools and hooks).
+/// (loading it to list its tools, hooks, commands, skins and memory role).
 async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin) -> Status {
     let m = &plugin.manifest;
     let grants = store.grants_for(m, &plugin.grant_source);
@@ -314,6 +314,25 @@ async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin
                     "  hook {:<16} priority {}",
                     hook.event.as_str(),
                     hook.priority
+                );
+            }
+            for command in loaded.commands() {
+                println!("  command /{:<15} {}", command.name, command.description);
+            }
+            for skin in loaded.skins() {
+                println!("  skin {}", skin.name);
+            }
+            if loaded.serves(talaria_plugin_host::PluginKind::Memory) {
+                let active = talaria_profile::load_profile(home)
+                    .ok()
+                    .and_then(|(_, config)| config.memory.active().map(str::to_owned));
+                println!(
+                    "  memory provider, {}",
+                    if active.as_deref() == Some(loaded.name()) {
+                        "in use (memory.provider)".to_owned()
+                    } else {
+                        format!("not in use (talaria memory use {})", loaded.name())
+                    }
                 );
             }
             Status::Answered

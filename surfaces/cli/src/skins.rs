@@ -22,10 +22,28 @@ pub fn plugin_sources(skins: &[PluginSkin]) -> Vec<SkinSource> {
         .collect()
 }
 
-/// Runs a `skin` subcommand. Plugin skins are listed by the REPL's `/skin`,
-/// which has the session's plugins loaded.
-pub fn run(command: SkinCommand, home: &ProfileHome) -> Status {
-    let (skins, warnings) = catalog(home);
+/// The whole catalog: built-ins, the plugins' skins, the profile's own.
+async fn catalog_with_plugins(home: &ProfileHome) -> (SkinCatalog, Vec<SkinWarning>) {
+    let (skins, mut warnings) = catalog(home);
+    let config = talaria_profile::load_profile(home)
+        .map(|(_, config)| config)
+        .unwrap_or_default();
+    match talaria_agent::plugins::load_for_command(home, &config, "cli").await {
+        Ok(plugins) => {
+            let (skins, more) = skins.with_plugin_skins(plugin_sources(&plugins.skins));
+            warnings.extend(more);
+            (skins, warnings)
+        }
+        Err(error) => {
+            eprintln!("note: plugins' skins are left out: {error}");
+            (skins, warnings)
+        }
+    }
+}
+
+/// Runs a `skin` subcommand over every skin, plugins' included.
+pub async fn run(command: SkinCommand, home: &ProfileHome) -> Status {
+    let (skins, warnings) = catalog_with_plugins(home).await;
     for warning in &warnings {
         eprintln!("note: {warning}");
     }

@@ -21,7 +21,9 @@ pub(super) async fn quit(_: &mut Context<'_>, _: Invocation) -> Reply {
 }
 
 pub(super) async fn skin(_: &mut Context<'_>, invocation: Invocation) -> Reply {
-    Reply::effect(Effect::Skin(invocation.arg(0).map(str::to_owned)), "")
+    // `/skin list` lists, like `/skin` and `talaria skin list`.
+    let name = invocation.arg(0).filter(|name| *name != "list");
+    Reply::effect(Effect::Skin(name.map(str::to_owned)), "")
 }
 
 /// Names the image for the surface to attach to the next message (it prepares it: the
