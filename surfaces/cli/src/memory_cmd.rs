@@ -2,7 +2,7 @@
 //! provider (`memory.provider` in config.yaml) beside the built-in
 //! `MEMORY.md`/`USER.md`, and what the first-party `facts` provider holds.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
