@@ -227,13 +227,12 @@ pub fn unpack(archive: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), 
 /// tar's headers and padding), so a bomb is refused here too.
 fn verify_stream(archive: &[u8], limits: ArchiveLimits) -> Result<(), RegistryError> {
     let tar_overhead = (limits.max_entries as u64 + 2).saturating_mul(1024);
+    let by_ratio = (archive.len() as u64)
+        .saturating_mul(limits.max_ratio)
+        .max(limits.ratio_floor_bytes);
     let cap = limits
         .max_unpacked_bytes
-        .min(
-            (archive.len() as u64)
-                .saturating_mul(limits.max_ratio)
-                .max(limits.ratio_floor_bytes),
-        )
+        .min(by_ratio)
         .saturating_add(tar_overhead);
     let mut stream = GzDecoder::new(archive).take(cap.saturating_add(1));
     let read = std::io::copy(&mut stream, &mut std::io::sink()).map_err(|e| {
@@ -241,12 +240,20 @@ fn verify_stream(archive: &[u8], limits: ArchiveLimits) -> Result<(), RegistryEr
             "corrupt archive (the gzip stream does not check out): {e}"
         ))
     })?;
-    if read > cap {
-        return Err(RegistryError::UnsafeArchive(format!(
-            "unpacks to more than {cap} bytes"
-        )));
+    if read <= cap {
+        return Ok(());
     }
-    Ok(())
+    // The same words as unpacking's own checks.
+    Err(RegistryError::UnsafeArchive(
+        if by_ratio < limits.max_unpacked_bytes {
+            format!(
+                "unpacks to more than {}× its size (a compression bomb?)",
+                limits.max_ratio
+            )
+        } else {
+            format!("unpacks to more than {} bytes", limits.max_unpacked_bytes)
+        },
+    ))
 }
 
 /// The entry path as a plain relative path (None for the root itself), or why
