@@ -85,6 +85,18 @@ pub(crate) trait FakeApi: Send + Sync + 'static {
     fn bad_request(&self, error: &str) -> Response;
 }
 
+/// Serves `api` on a loopback port of its own, on a thread named
+/// `name-<port>`: the address, and the handle that stops it (through
+/// `shutdown`, the sender of the channel `api` watches) when dropped.
+pub(crate) fn spawn_api<A: FakeApi>(
+    name: &str,
+    api: std::sync::Arc<A>,
+    shutdown: tokio::sync::watch::Sender<bool>,
+) -> io::Result<(std::net::SocketAddr, Running)> {
+    let (addr, thread) = serve_on_thread(name, 0, move |listener| serve_api(listener, api))?;
+    Ok((addr, Running::new(shutdown, Some(thread))))
+}
+
 /// Accepts connections until `api` stops, serving each on a task of its own.
 pub(crate) async fn serve_api<A: FakeApi>(listener: TcpListener, api: std::sync::Arc<A>) {
     loop {

@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::http::{Ending, Request, Response, Running, serve_on_thread};
+use crate::http::{Ending, Request, Response, Running};
 
 /// The key [`FakeMem0::spawn`] expects.
 pub const DEFAULT_KEY: &str = "mem0-test-key";
@@ -147,14 +147,11 @@ impl FakeMem0 {
             state: Mutex::new(State::default()),
             stop,
         });
-        let server = Arc::clone(&shared);
-        let (addr, thread) = serve_on_thread("mem0-fake", 0, move |listener| {
-            crate::http::serve_api(listener, server)
-        })?;
+        let (addr, running) = crate::http::spawn_api("mem0-fake", Arc::clone(&shared), shutdown)?;
         Ok(Self {
             addr,
             shared,
-            _running: Running::new(shutdown, Some(thread)),
+            _running: running,
         })
     }
 

@@ -45,7 +45,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use crate::http::{Ending, Request, Response, Running, serve_on_thread};
+use crate::http::{Ending, Request, Response, Running};
 
 /// Longest long-poll the fake holds, as Telegram caps `timeout` at 50 s.
 const MAX_POLL_SECS: u64 = 50;
@@ -323,14 +323,12 @@ impl TelegramFake {
             holding: AtomicUsize::new(0),
             stop,
         });
-        let server = Arc::clone(&shared);
-        let (addr, thread) = serve_on_thread("telegram-fake", 0, move |listener| {
-            crate::http::serve_api(listener, server)
-        })?;
+        let (addr, running) =
+            crate::http::spawn_api("telegram-fake", Arc::clone(&shared), shutdown)?;
         Ok(Self {
             addr,
             shared,
-            _running: Running::new(shutdown, Some(thread)),
+            _running: running,
         })
     }
 
