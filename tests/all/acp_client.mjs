@@ -24,7 +24,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Readable, Writable } from "node:stream";
+import { Readable, Transform, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
 const sdkDir = process.env.ACP_SDK;
@@ -141,7 +141,30 @@ const client = acp
       : { outcome: { outcome: "cancelled" } };
   });
 
-const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+// What the agent wrote, kept to show when an expected update never arrived;
+// and what the SDK itself complained about (it logs dropped messages).
+const wire = [];
+const recorder = new Transform({
+  transform(chunk, _encoding, done) {
+    wire.push(chunk);
+    done(null, chunk);
+  },
+});
+agent.stdout.pipe(recorder);
+const sdkErrors = [];
+const consoleError = console.error;
+console.error = (...args) => {
+  sdkErrors.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+  consoleError(...args);
+};
+// The SDK runs each incoming notification's handler as a chain of promises
+// of its own, so a response can resolve before the handlers of the updates
+// sent ahead of it have run, and the connection drops handlers still running
+// when it closes. Those chains need no I/O: one turn of the event loop lets
+// every update received so far land in `result.updates`.
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(recorder));
 
 try {
   await client.connectWith(stream, async (cx) => {
@@ -160,16 +183,20 @@ try {
         mcpServers: [],
       });
       result.list = await cx.request("session/list", { cwd });
+      await settled();
       return;
     }
     const mcpServers = JSON.parse(process.env.ACP_MCP || "[]");
     const session = await cx.request("session/new", { cwd, mcpServers });
     result.sessionId = session.sessionId;
-    const prompt = (text) =>
-      cx.request("session/prompt", {
+    const prompt = async (text) => {
+      const response = await cx.request("session/prompt", {
         sessionId: session.sessionId,
         prompt: [{ type: "text", text }],
       });
+      await settled();
+      return response;
+    };
     if (scenario === "cancel") {
       // Cancel once the tool call is under way.
       const started = new Promise((resolve) => {
@@ -186,6 +213,7 @@ try {
       await cx.notify("session/cancel", { sessionId: session.sessionId });
       result.response = await turn;
       result.cancelMs = Date.now() - result.cancelledAt;
+      await settled();
       return;
     }
     result.response = await prompt(
@@ -200,12 +228,9 @@ try {
     if (scenario === "prompt") {
       const before = result.updates.length;
       result.command = await prompt("/usage");
-      // The SDK may run a notification's handler after the response that
-      // followed it on the wire resolved: give the command's answer a moment
-      // (up to 10 s: a busy 2-core machine running other tests' agents).
-      for (let waited = 0; waited < 10000; waited += 20) {
-        if (result.updates.slice(before).some((u) => u.sessionUpdate === "agent_message_chunk")) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+      result.commandUpdates = result.updates.slice(before);
+      if (!result.commandUpdates.some((u) => u.sessionUpdate === "agent_message_chunk")) {
+        result.wire = Buffer.concat(wire).toString().slice(-20000);
       }
     }
     result.buffers = buffers;
@@ -220,4 +245,5 @@ const code = await new Promise((resolve) => {
 });
 result.exitCode = code;
 result.stderr = stderr;
+result.sdkErrors = sdkErrors;
 process.stdout.write(JSON.stringify(result) + "\n");
