@@ -160,10 +160,12 @@ impl CompileCache {
     /// The component in the file at `path`, from the cache when possible; the file is read
     /// (and hashed) only when its remembered digest is missing or out of date. Anything but a
     /// regular file is refused before it is opened.
+    /// `before_compile` hears the component's size when it must be compiled.
     pub(crate) fn load_file(
         &self,
         engine: &Engine,
         path: &Path,
+        before_compile: &dyn Fn(u64),
     ) -> Result<(Component, Origin), LoadFileError> {
         let memo = self
             .dir
@@ -185,7 +187,7 @@ impl CompileCache {
             let _ = create_private_dir(&self.dir.join("sources"))
                 .and_then(|()| write_atomically(&memo, line.as_bytes()));
         }
-        self.load_digested(engine, &wasm, &digest)
+        self.load_digested(engine, &wasm, &digest, before_compile)
             .map_err(LoadFileError::Compile)
     }
 
@@ -224,12 +226,14 @@ impl CompileCache {
         engine: &Engine,
         wasm: &[u8],
         digest: &str,
+        before_compile: &dyn Fn(u64),
     ) -> Result<(Component, Origin), String> {
         // One hash of the component names it in both the profile cache and the prebuilt dirs.
         let name = self.file_name(digest);
         if let Some(found) = self.find_compiled(engine, &name) {
             return Ok(found);
         }
+        before_compile(u64::try_from(wasm.len()).unwrap_or(u64::MAX));
         let compiled = engine
             .precompile_component(wasm)
             .map_err(|e| format!("compiling the component: {}", error_text(&e)))?;

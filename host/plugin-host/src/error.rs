@@ -18,16 +18,6 @@ pub enum HostError {
         /// The cause.
         source: std::io::Error,
     },
-    /// Two plugins provide a tool with the same name.
-    #[error("tool {tool} is provided by both plugin {first} and plugin {second}")]
-    DuplicateTool {
-        /// The tool name.
-        tool: String,
-        /// The plugin loaded first.
-        first: String,
-        /// The other plugin.
-        second: String,
-    },
 }
 
 /// A plugin directory could not be loaded.

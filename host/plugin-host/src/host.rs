@@ -47,6 +47,7 @@ pub(crate) struct HostInner {
     sessions: Option<Arc<dyn SessionSearch>>,
     editor: Option<Arc<dyn Editor>>,
     auxiliary: Option<Arc<dyn AuxiliaryModel>>,
+    pub(crate) compile_observer: Option<Arc<dyn crate::options::CompileObserver>>,
     /// wasmtime's cache configuration for Extism modules, written when the
     /// first one loads.
     #[cfg(feature = "extism")]
@@ -164,6 +165,7 @@ impl PluginHost {
                 sessions: options.sessions,
                 editor: options.editor,
                 auxiliary: options.auxiliary,
+                compile_observer: options.compile_observer,
                 #[cfg(feature = "extism")]
                 extism_cache: std::sync::OnceLock::new(),
                 #[cfg(feature = "extism")]
@@ -193,6 +195,21 @@ impl PluginHost {
                 path: out.to_path_buf(),
                 source,
             })
+    }
+
+    /// Compiles the component of the plugin in `dir` into the cache, so its
+    /// next load needs no compiling (`plugin install` does it ahead of the
+    /// first session). Nothing is instantiated. `Ok(true)` when it was
+    /// compiled now, `Ok(false)` when the cache already held it or the
+    /// plugin is not a component (modules and libraries are prepared when
+    /// loaded).
+    pub async fn compile(&self, dir: &Path) -> Result<bool, LoadError> {
+        let manifest = crate::runtime::read_manifest(&dir.join(MANIFEST_FILE))?;
+        if manifest.runtime != talaria_plugin_manifest::Runtime::Component {
+            return Ok(false);
+        }
+        let (_, origin) = crate::runtime::component::compiled(&self.inner, dir, &manifest).await?;
+        Ok(origin == crate::cache::Origin::Compiled)
     }
 
     /// Loads the plugin in `dir` (`plugin.toml` + its component, module or

@@ -60,10 +60,12 @@ pub(crate) fn prepare(
         wasi,
         http: WasiHttpCtx::new(),
         http_policy: HttpPolicy {
+            plugin: shared.name.clone(),
             net: shared.net.clone(),
             log: shared.log.clone(),
             secrets: shared.secrets.clone(),
             egress: shared.egress.clone(),
+            refused: crate::imports::http::Refusals::default(),
         },
         table: ResourceTable::new(),
         limiter: MemoryLimiter::new(shared.memory_limit_bytes()),
@@ -209,6 +211,7 @@ pub(crate) fn classify<R>(
             if let Some(panic) = panic_message(&String::from_utf8_lossy(&stderr_bytes)) {
                 message = format!("{message} ({panic})");
             }
+            let message = state.http_policy.refused.explain(message);
             Err(CallError::Trap {
                 plugin,
                 tool,

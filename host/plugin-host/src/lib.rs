@@ -85,10 +85,11 @@ pub use crate::kinds::platform::{
 pub use crate::kinds::sets::PluginSets;
 pub use crate::kinds::skins::{MAX_SKIN_BYTES, PluginSkin, PluginSkins, SKINS_DIR};
 pub use crate::kinds::status::{KindState, KindStatus, kind_support, wired};
+pub use crate::kinds::tool_choice::{ToolClash, ToolProviders};
 pub use crate::kinds::tools::{PluginTools, ToolInstance};
 pub use crate::loaded::{LoadedPlugin, ToolInfo};
 pub use crate::log::{LogLevel, LogLine, LogSource, PluginLog};
-pub use crate::options::{CacheStats, HostOptions};
+pub use crate::options::{CacheStats, CompileObserver, HostOptions};
 #[cfg(feature = "native")]
 pub use crate::runtime::native::NATIVE_ABI_VERSION;
 pub use crate::runtime::{read_manifest, runs};

@@ -54,6 +54,15 @@ pub struct HostOptions {
     pub allow_private_urls: bool,
     /// The session's auxiliary model, for plugins granted `auxiliary-model`.
     pub auxiliary: Option<Arc<dyn AuxiliaryModel>>,
+    /// Told before a component is compiled (not found in any cache): a
+    /// large one takes seconds, which the user should hear about.
+    pub compile_observer: Option<Arc<dyn CompileObserver>>,
+}
+
+/// Hears that a plugin is about to be compiled.
+pub trait CompileObserver: std::fmt::Debug + Send + Sync {
+    /// `plugin`'s component, of `bytes` bytes, is being compiled now.
+    fn compiling(&self, plugin: &str, bytes: u64);
 }
 
 impl HostOptions {
@@ -77,6 +86,7 @@ impl HostOptions {
             secrets: None,
             allow_private_urls: false,
             auxiliary: None,
+            compile_observer: None,
         }
     }
 
@@ -137,6 +147,12 @@ impl HostOptions {
     /// The same options with `tls-connect` also trusting the CAs in `path` (PEM).
     pub fn with_tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.tls_ca_file = Some(path.into());
+        self
+    }
+
+    /// The same options with `observer` told of each compilation.
+    pub fn with_compile_observer(mut self, observer: Arc<dyn CompileObserver>) -> Self {
+        self.compile_observer = Some(observer);
         self
     }
 

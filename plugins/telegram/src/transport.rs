@@ -38,6 +38,10 @@ fn describe(code: &ErrorCode, authority: &str) -> String {
             "the request to {authority} is not in the plugin's network grants \
              (grant it: talaria plugin grant telegram network:{authority})"
         ),
+        // The host's refusals carry their reason and the grant that is missing.
+        ErrorCode::InternalError(Some(text)) if text.starts_with("denied: ") => {
+            text["denied: ".len()..].to_owned()
+        }
         other => format!("the request to {authority} failed: {other:?}"),
     }
 }

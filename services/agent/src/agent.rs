@@ -224,6 +224,7 @@ impl Agent {
             sessions,
             editor,
             auxiliary: Some(side_model.clone()),
+            defer_compile_notices: surface == Surface::Terminal,
         };
         let plugins = load_plugins(
             home,

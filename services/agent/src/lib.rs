@@ -14,6 +14,7 @@ pub mod knowledge;
 mod mcp_tools;
 pub mod memory_admin;
 mod messenger;
+pub mod plugin_compile;
 pub mod plugins;
 pub mod session_ops;
 pub mod store;

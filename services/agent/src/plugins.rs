@@ -305,6 +305,9 @@ pub struct PluginServices {
     pub editor: Option<std::sync::Arc<dyn talaria_plugin_host::Editor>>,
     /// The auxiliary model, for `auxiliary-model`.
     pub auxiliary: Option<std::sync::Arc<dyn talaria_plugin_host::AuxiliaryModel>>,
+    /// Say that a plugin is being compiled among the notices, not on stderr
+    /// (the REPL has drawn its prompt there).
+    pub defer_compile_notices: bool,
 }
 
 /// Discovers, grants and loads every plugin for a session in `cwd` on
@@ -321,8 +324,7 @@ pub async fn load_plugins(
     services: PluginServices,
 ) -> SessionPlugins {
     use talaria_plugin_host::{
-        Grants, HostOptions, KindState, KindStatus, LoadedPlugin, PluginHost, PluginSets,
-        PluginSkins,
+        Grants, KindState, KindStatus, LoadedPlugin, PluginHost, PluginSets, PluginSkins,
     };
 
     let discovery = discover(home, cwd, &TrustStore::load(home));
@@ -349,9 +351,13 @@ pub async fn load_plugins(
         notices.push(format!("plugins get no secrets from .env: {error}"));
         talaria_profile::EnvLayer::default()
     });
-    let mut options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
-        .with_cache_key_file(home.plugin_cache_key_file())
-        .with_prebuilt_dirs(prebuilt_dirs())
+    let compiling = std::sync::Arc::new(if services.defer_compile_notices {
+        crate::plugin_compile::CompilingNotice::deferred()
+    } else {
+        crate::plugin_compile::CompilingNotice::default()
+    });
+    let mut options = crate::plugin_compile::cache_options(home)
+        .with_compile_observer(compiling.clone())
         .with_log_file(home.plugin_log_file())
         .with_exec(exec)
         .allowing_private_urls(config.security.allow_private_urls)
@@ -392,16 +398,10 @@ pub async fn load_plugins(
         }
     }))
     .await;
+    notices.extend(compiling.take());
     let mut loaded: Vec<LoadedPlugin> = Vec::new();
     for (found, attempt) in found.iter().zip(attempts) {
-        let kept = attempt.and_then(|plugin| match tool_clash(&plugin, &loaded) {
-            Some((tool, owner)) => Err(format!(
-                "plugin {} not loaded: its tool '{tool}' is already provided by plugin {owner}",
-                plugin.name()
-            )),
-            None => Ok(plugin),
-        });
-        let kinds = match kept {
+        let kinds = match attempt {
             Ok(plugin) => {
                 let kinds = plugin.kind_statuses();
                 for status in &kinds {
@@ -424,7 +424,7 @@ pub async fn load_plugins(
             kinds,
         });
     }
-    let sets = PluginSets::build(&loaded, cwd, surface);
+    let sets = PluginSets::choosing(&loaded, cwd, surface, &config.tools.providers);
     notices.extend(sets.notices);
     session.tools = sets.tools;
     session.hooks = sets.hooks;
@@ -476,23 +476,6 @@ fn plugin_settings(
         // A memory provider's settings: `memory.providers.<name>`.
         (name, _) => config.memory.plugin_config(name).unwrap_or_default(),
     }
-}
-
-/// The first tool of `plugin` that a plugin in `loaded` already provides,
-/// with that plugin's name: one owner per tool name, the one found first.
-fn tool_clash(
-    plugin: &talaria_plugin_host::LoadedPlugin,
-    loaded: &[talaria_plugin_host::LoadedPlugin],
-) -> Option<(String, String)> {
-    plugin.tools().iter().find_map(|tool| {
-        loaded.iter().find_map(|earlier| {
-            earlier
-                .tools()
-                .iter()
-                .any(|t| t.spec.name == tool.spec.name)
-                .then(|| (tool.spec.name.clone(), earlier.name().to_owned()))
-        })
-    })
 }
 
 /// The session store as plugins' `session-search` sees it.

@@ -180,6 +180,10 @@ pub struct ToolsConfig {
     /// `tool_schema`, which returns schemas on demand), or `auto` (lazy from
     /// 16 tools on).
     pub schemas: talaria_tools::SchemaMode,
+    /// Which plugin serves a tool name that several plugins define
+    /// (`{TOOL: PLUGIN}`); unlisted names go to the plugin loaded first.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub providers: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ToolsConfig {
@@ -193,6 +197,7 @@ impl Default for ToolsConfig {
             result_max_lines: budget.max_lines,
             turn_max_bytes: budget.turn_bytes,
             schemas: talaria_tools::SchemaMode::default(),
+            providers: std::collections::BTreeMap::new(),
         }
     }
 }

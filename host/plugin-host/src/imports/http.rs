@@ -35,10 +35,44 @@ pub(crate) const DENIED_PREFIX: &str = "denied: ";
 
 /// The HTTP hooks of one plugin instance.
 pub(crate) struct HttpPolicy {
+    /// The plugin's name, for the grant a refusal names.
+    pub(crate) plugin: String,
     pub(crate) net: NetPolicy,
     pub(crate) log: PluginLog,
     pub(crate) secrets: PluginSecrets,
     pub(crate) egress: Egress,
+    /// The refusals of this instance, which its call's error repeats: the
+    /// JavaScript and Python runtimes replace the reason with their own
+    /// words ("NetworkError…", "URLError…").
+    pub(crate) refused: Refusals,
+}
+
+/// Most refusals a call's error repeats.
+const MAX_REFUSALS_SHOWN: usize = 3;
+
+/// The refusals of one instance's requests, oldest first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Refusals(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Refusals {
+    fn push(&self, message: &str) {
+        if let Ok(mut refused) = self.0.lock() {
+            // One line per distinct refusal, and a few are enough (a kept
+            // instance lives long).
+            if !refused.iter().any(|m| m == message) && refused.len() < MAX_REFUSALS_SHOWN {
+                refused.push(message.to_owned());
+            }
+        }
+    }
+
+    /// `text` followed by what the host refused during the call, if anything.
+    pub(crate) fn explain(&self, text: String) -> String {
+        let refused = self.0.lock().map(|r| r.clone()).unwrap_or_default();
+        if refused.is_empty() {
+            return text;
+        }
+        format!("{text} (the host {})", refused.join("; "))
+    }
 }
 
 type Sent = Box<
@@ -75,12 +109,33 @@ impl Target {
     }
 }
 
-/// The error a refused request ends with, logged: the guest reads the
-/// reason after [`DENIED_PREFIX`].
-fn refusal(log: &PluginLog, uri: &http::Uri, reason: &str) -> Error {
+/// The error a refused request ends with, logged and kept for the call's
+/// error: the guest reads the reason after [`DENIED_PREFIX`].
+fn refusal(log: &PluginLog, refused: &Refusals, uri: &http::Uri, reason: &str) -> Error {
     let message = format!("refused HTTP request to {uri}: {reason}");
     log.push(LogLevel::Warn, LogSource::Host, &message);
+    refused.push(&message);
     Error::InternalError(Some(format!("{DENIED_PREFIX}{message}")))
+}
+
+/// Why a request to `host:port` is outside the grants, and what grants it.
+fn ungranted(plugin: &str, uri: &http::Uri) -> String {
+    let (host, port) = Target::of(uri).map_or_else(
+        || ("(no host)".to_owned(), 0),
+        |t| {
+            let host = if t.host.contains(':') {
+                format!("[{}]", t.host)
+            } else {
+                t.host
+            };
+            (host, t.port)
+        },
+    );
+    format!(
+        "no network grant of plugin {plugin} covers {host}:{port} (its manifest must ask for it \
+         under [capabilities] network, and the user grant it: talaria plugin grant {plugin} \
+         network:{host}:{port})"
+    )
 }
 
 impl WasiHttpHooks for HttpPolicy {
@@ -93,12 +148,13 @@ impl WasiHttpHooks for HttpPolicy {
         let uri = request.uri().clone();
         let target = Target::of(&uri).filter(|t| self.net.allows_name(&t.host, t.port));
         let Some(target) = target else {
-            self.log.push(
-                LogLevel::Warn,
-                LogSource::Host,
-                &format!("denied HTTP request to {uri} (not in the network grants)"),
+            let error = refusal(
+                &self.log,
+                &self.refused,
+                &uri,
+                &ungranted(&self.plugin, &uri),
             );
-            return Box::new(async { Err(Error::HttpRequestDenied) });
+            return Box::new(async move { Err(error) });
         };
         if let Err(reason) = self.secrets.inject(
             request.headers_mut(),
@@ -106,14 +162,15 @@ impl WasiHttpHooks for HttpPolicy {
             target.port,
             self.egress.secrets.as_ref(),
         ) {
-            let error = refusal(&self.log, &uri, &reason);
+            let error = refusal(&self.log, &self.refused, &uri, &reason);
             return Box::new(async move { Err(error) });
         }
         let (egress, net, log) = (self.egress.clone(), self.net.clone(), self.log.clone());
+        let refused = self.refused.clone();
         Box::new(async move {
             let addrs = match egress.destinations(&net, &target.host, target.port).await {
                 Ok(addrs) => addrs,
-                Err(reason) => return Err(refusal(&log, &uri, &reason)),
+                Err(reason) => return Err(refusal(&log, &refused, &uri, &reason)),
             };
             send_to(request, &addrs, &target, options, &egress.tls).await
         })

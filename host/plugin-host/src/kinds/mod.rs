@@ -27,6 +27,7 @@ pub(crate) mod platform;
 pub(crate) mod sets;
 pub(crate) mod skins;
 pub(crate) mod status;
+pub(crate) mod tool_choice;
 pub(crate) mod tool_specs;
 pub(crate) mod tools;
 

@@ -8,6 +8,7 @@ use super::hooks::PluginHooks;
 use super::memory::PluginMemoryProviders;
 use super::platform::PluginPlatformAdapters;
 use super::skins::PluginSkins;
+use super::tool_choice::ToolProviders;
 use super::tools::PluginTools;
 use crate::error::HostError;
 use crate::loaded::LoadedPlugin;
@@ -23,7 +24,7 @@ pub(crate) trait KindSet: Sized {
     fn offered_by(plugin: &LoadedPlugin) -> bool;
 
     /// The set over the plugins of its kind among `plugins`.
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError>;
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError>;
 
     /// What the user should know about the set (names dropped, kinds not
     /// used yet), one line each.
@@ -37,12 +38,17 @@ impl KindSet for PluginTools {
         !plugin.tools().is_empty()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
-        Self::new(plugins, cwd)
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError> {
+        Self::choosing(plugins, at.cwd, at.tool_providers)
     }
 
+    /// Names left out for another plugin's, unless the user chose so.
     fn notices(&self) -> Vec<String> {
-        Vec::new()
+        let clashes = self.clashes().iter().filter(|c| !c.chosen);
+        clashes
+            .map(ToString::to_string)
+            .chain(self.unmet_choices().iter().cloned())
+            .collect()
     }
 }
 
@@ -53,8 +59,8 @@ impl KindSet for PluginHooks {
         !plugin.hook_subscriptions().is_empty()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError> {
-        Self::new(plugins, cwd, surface)
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError> {
+        Self::new(plugins, at.cwd, at.surface)
     }
 
     fn notices(&self) -> Vec<String> {
@@ -69,8 +75,8 @@ impl KindSet for PluginCommands {
         !plugin.commands().is_empty()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, surface: &str) -> Result<Self, HostError> {
-        Self::new(plugins, cwd, surface)
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError> {
+        Self::new(plugins, at.cwd, at.surface)
     }
 
     fn notices(&self) -> Vec<String> {
@@ -85,7 +91,7 @@ impl KindSet for PluginSkins {
         !plugin.skins().is_empty()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, _cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+    fn build(plugins: Vec<LoadedPlugin>, _at: &Placement<'_>) -> Result<Self, HostError> {
         Ok(Self::new(&plugins))
     }
 
@@ -101,8 +107,8 @@ impl KindSet for PluginMemoryProviders {
         plugin.serves(talaria_plugin_manifest::PluginKind::Memory)
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
-        Self::new(plugins, cwd)
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError> {
+        Self::new(plugins, at.cwd)
     }
 
     /// The session says which provider is active, if any.
@@ -118,8 +124,8 @@ impl KindSet for PluginPlatformAdapters {
         plugin.platform().is_some()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, cwd: &Path, _surface: &str) -> Result<Self, HostError> {
-        Self::new(plugins, cwd)
+    fn build(plugins: Vec<LoadedPlugin>, at: &Placement<'_>) -> Result<Self, HostError> {
+        Self::new(plugins, at.cwd)
     }
 
     fn notices(&self) -> Vec<String> {
@@ -140,7 +146,7 @@ impl KindSet for PluginChatAdapters {
         plugin.chat_platform().is_some()
     }
 
-    fn build(plugins: Vec<LoadedPlugin>, _cwd: &Path, _surface: &str) -> Result<Self, HostError> {
+    fn build(plugins: Vec<LoadedPlugin>, _at: &Placement<'_>) -> Result<Self, HostError> {
         Ok(Self::new(&plugins))
     }
 
@@ -181,8 +187,23 @@ impl PluginSets {
     /// clashing name), for sessions in `cwd` on `surface` (`cli`,
     /// `gateway`…, passed to plugins).
     pub fn build(plugins: &[LoadedPlugin], cwd: &Path, surface: &str) -> Self {
+        Self::choosing(plugins, cwd, surface, &ToolProviders::new())
+    }
+
+    /// [`Self::build`], with a tool name that several plugins define served
+    /// by the plugin `tool_providers` names for it (`tools.providers`).
+    pub fn choosing(
+        plugins: &[LoadedPlugin],
+        cwd: &Path,
+        surface: &str,
+        tool_providers: &ToolProviders,
+    ) -> Self {
         let mut notices = Vec::new();
-        let at = Placement { cwd, surface };
+        let at = Placement {
+            cwd,
+            surface,
+            tool_providers,
+        };
         Self {
             hooks: build_set(plugins, &at, &mut notices),
             commands: build_set(plugins, &at, &mut notices),
@@ -196,10 +217,11 @@ impl PluginSets {
     }
 }
 
-/// Where the sets' calls run.
-struct Placement<'a> {
+/// Where the sets' calls run, and the user's choices among them.
+pub(crate) struct Placement<'a> {
     cwd: &'a Path,
     surface: &'a str,
+    tool_providers: &'a ToolProviders,
 }
 
 /// The set of kind `S` over `plugins`, unless none offers anything of it;
@@ -212,7 +234,7 @@ fn build_set<S: KindSet>(
     if !plugins.iter().any(S::offered_by) {
         return None;
     }
-    match S::build(plugins.to_vec(), at.cwd, at.surface) {
+    match S::build(plugins.to_vec(), at) {
         Ok(set) => {
             notices.extend(set.notices());
             Some(set)

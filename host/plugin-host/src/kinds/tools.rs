@@ -12,6 +12,7 @@ use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use tokio_util::sync::CancellationToken;
 
 use super::placed::{Placed, names};
+use super::tool_choice::{ToolClash, ToolProviders, choose};
 use super::tool_specs::convert_specs;
 use super::{Kind, Slot, Slots};
 use crate::bindings::{CallContext, ToolError, ToolPlugin, ToolPluginPre, ToolSpec as WitToolSpec};
@@ -100,6 +101,12 @@ impl Kind for ToolsKind {
     }
 }
 
+/// The error a tool returned, followed by what the host refused it meanwhile.
+fn tool_failure(prepared: &Prepared, err: ToolError) -> CallError {
+    let refused = &prepared.store.data().http_policy.refused;
+    CallError::Tool(refused.explain(tool_error_text(err)))
+}
+
 fn tool_error_text(err: ToolError) -> String {
     match err {
         ToolError::InvalidArguments(m) => format!("invalid arguments: {m}"),
@@ -172,7 +179,7 @@ async fn invoke_call_tool(
     .await;
     match classify(raced, &prepared, inv.shared, tool)? {
         Ok(output) => check_json(inv.shared, tool, output),
-        Err(err) => Err(CallError::Tool(tool_error_text(err))),
+        Err(err) => Err(tool_failure(&prepared, err)),
     }
 }
 
@@ -252,7 +259,7 @@ impl ToolInstance {
         .await;
         match classify(raced, &self.prepared, &shared, tool)? {
             Ok(output) => check_json(&shared, tool, output),
-            Err(err) => Err(CallError::Tool(tool_error_text(err))),
+            Err(err) => Err(tool_failure(&self.prepared, err)),
         }
     }
 }
@@ -266,6 +273,9 @@ pub struct PluginTools {
     /// Tool name → (entry, tool index).
     by_name: HashMap<String, (usize, usize)>,
     specs: Vec<ToolSpec>,
+    clashes: Vec<ToolClash>,
+    /// `tools.providers` entries no plugin here meets.
+    unmet: Vec<String>,
     failures: Failures,
     cwd: PathBuf,
 }
@@ -282,24 +292,21 @@ impl std::fmt::Debug for PluginTools {
 impl PluginTools {
     /// A dispatcher over the tool plugins among `plugins` (others are
     /// ignored), with calls running in `cwd` (resolved to its canonical path,
-    /// which `$CWD` grants preopen and `call-context.cwd` carries).
+    /// which `$CWD` grants preopen and `call-context.cwd` carries). A tool
+    /// name two plugins define is served by the first ([`Self::choosing`]).
     pub fn new(plugins: Vec<LoadedPlugin>, cwd: &Path) -> Result<Self, HostError> {
+        Self::choosing(plugins, cwd, &ToolProviders::new())
+    }
+
+    /// [`Self::new`], with a tool name that several plugins define served by
+    /// the plugin `providers` names for it (else by the first loaded).
+    pub fn choosing(
+        plugins: Vec<LoadedPlugin>,
+        cwd: &Path,
+        providers: &ToolProviders,
+    ) -> Result<Self, HostError> {
         let (cwd, entries) = super::place::<ToolsKind>(plugins, cwd)?;
-        let mut by_name: HashMap<String, (usize, usize)> = HashMap::new();
-        let mut specs = Vec::new();
-        for (index, placed) in entries.iter().enumerate() {
-            for (t, tool) in placed.plugin.tools().iter().enumerate() {
-                if let Some((other, _)) = by_name.get(&tool.spec.name) {
-                    return Err(HostError::DuplicateTool {
-                        tool: tool.spec.name.clone(),
-                        first: entries[*other].plugin.name().to_owned(),
-                        second: placed.plugin.name().to_owned(),
-                    });
-                }
-                by_name.insert(tool.spec.name.clone(), (index, t));
-                specs.push(tool.spec.clone());
-            }
-        }
+        let chosen = choose(entries.iter().map(|e| &e.plugin), providers);
         // Only calls need an Extism module compiled: start on it now.
         #[cfg(feature = "extism")]
         for placed in &entries {
@@ -316,11 +323,23 @@ impl PluginTools {
         }
         Ok(Self {
             entries,
-            by_name,
-            specs,
+            by_name: chosen.by_name,
+            specs: chosen.specs,
+            clashes: chosen.clashes,
+            unmet: chosen.unmet,
             failures: Failures::default(),
             cwd,
         })
+    }
+
+    /// Tool names more than one plugin defines, and whose definition is left out.
+    pub fn clashes(&self) -> &[ToolClash] {
+        &self.clashes
+    }
+
+    /// `tools.providers` entries that no loaded plugin meets, one line each.
+    pub fn unmet_choices(&self) -> &[String] {
+        &self.unmet
     }
 
     /// The canonical working directory calls run in.

@@ -26,6 +26,44 @@ use crate::kinds::{Kind, Slot, Slots};
 use crate::log::{LogLevel, LogSource};
 use crate::state::{PluginShared, PluginState};
 
+/// The plugin's component from the cache, or compiled now (on a blocking
+/// thread, the host's observer told first).
+pub(crate) async fn compiled(
+    host: &Arc<HostInner>,
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<(Component, Origin), LoadError> {
+    let name = manifest.name.clone();
+    let wasm_path = dir.join(&manifest.wasm);
+    let compiling = host.clone();
+    let path = wasm_path.clone();
+    let plugin = name.clone();
+    tokio::task::spawn_blocking(move || {
+        let tell = |bytes: u64| {
+            if let Some(observer) = &compiling.compile_observer {
+                observer.compiling(&plugin, bytes);
+            }
+        };
+        compiling.cache.load_file(&compiling.engine, &path, &tell)
+    })
+    .await
+    .map_err(|e| LoadError::Compile {
+        plugin: name.clone(),
+        message: format!("compilation task failed: {e}"),
+    })?
+    .map_err(|error| match error {
+        LoadFileError::Read(source) => LoadError::Wasm {
+            plugin: name.clone(),
+            path: wasm_path.clone(),
+            source,
+        },
+        LoadFileError::Compile(message) => LoadError::Compile {
+            plugin: name.clone(),
+            message: format!("{}: {message}", wasm_path.display()),
+        },
+    })
+}
+
 /// Loads the component of the plugin in `dir` and fills a slot for each
 /// kind it exports, listing each once in a fresh instance.
 pub(crate) async fn load(
@@ -35,27 +73,7 @@ pub(crate) async fn load(
     shared: &Arc<PluginShared>,
 ) -> Result<Loaded, LoadError> {
     let name = &manifest.name;
-    let wasm_path = dir.join(&manifest.wasm);
-    let compiling = host.clone();
-    let path = wasm_path.clone();
-    let (component, origin) =
-        tokio::task::spawn_blocking(move || compiling.cache.load_file(&compiling.engine, &path))
-            .await
-            .map_err(|e| LoadError::Compile {
-                plugin: name.clone(),
-                message: format!("compilation task failed: {e}"),
-            })?
-            .map_err(|error| match error {
-                LoadFileError::Read(source) => LoadError::Wasm {
-                    plugin: name.clone(),
-                    path: wasm_path.clone(),
-                    source,
-                },
-                LoadFileError::Compile(message) => LoadError::Compile {
-                    plugin: name.clone(),
-                    message: format!("{}: {message}", wasm_path.display()),
-                },
-            })?;
+    let (component, origin) = compiled(host, dir, manifest).await?;
 
     let (api, kinds) = check_component(host, &component, manifest)?;
     // Only chat adapters see `chat-host`.

@@ -5,10 +5,11 @@
 #[path = "loading/integrity.rs"]
 mod integrity;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use talaria_plugin_host::{Grants, LoadError, PluginHost, PluginKind, PluginTools};
+use talaria_plugin_host::{Grants, LoadError, PluginHost, PluginKind, PluginTools, ToolProviders};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn second_load_deserialises_without_compiling() {
@@ -99,16 +100,95 @@ async fn tools_are_listed_with_parsed_schemas() {
     assert!(tools.flags("noop").unwrap().read_only);
 }
 
+/// The `greeting` the `config` tool of the dispatcher's hostile plugin reads.
+async fn greeting_served(tools: &PluginTools) -> serde_json::Value {
+    let out = call(
+        tools,
+        "s",
+        "config",
+        serde_json::json!({ "name": "greeting" }),
+    )
+    .await;
+    assert!(!out.is_error, "{out:?}");
+    let value: serde_json::Value = serde_json::from_str(&out.content).unwrap();
+    value["value"].clone()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn duplicate_tool_names_are_refused() {
+async fn a_tool_name_two_plugins_define_is_served_by_one_plugin_and_the_choice_is_the_users() {
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
-    let a = host.load(&noop_dir(), &Grants::none()).await.unwrap();
-    let b = host.load(&noop_dir(), &Grants::none()).await.unwrap();
-    let err = PluginTools::new(vec![a, b], root.path()).unwrap_err();
+    let greeting = |value: &str| BTreeMap::from([("greeting".to_owned(), value.to_owned())]);
+    let first = host
+        .load_configured(&hostile_dir(), &Grants::none(), &greeting("one"))
+        .await
+        .unwrap();
+    let copy = variant(&hostile_dir(), &root.path().join("two"), |m| {
+        m.replace("name = \"hostile\"", "name = \"hostile-two\"")
+    });
+    let second = host
+        .load_configured(&copy, &Grants::none(), &greeting("two"))
+        .await
+        .unwrap();
+    let names: Vec<String> = first.tools().iter().map(|t| t.spec.name.clone()).collect();
+    assert!(names.len() > 2 && names.contains(&"config".to_owned()));
+
+    // Unchosen: the plugin loaded first serves every name both define; each
+    // clash is explained with the setting that changes it.
+    let tools = PluginTools::new(vec![first.clone(), second.clone()], root.path()).unwrap();
+    let served: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(served, names, "each name once, in load order");
+    assert_eq!(greeting_served(&tools).await, "one");
+    assert_eq!(tools.clashes().len(), names.len());
+    let config = tools.clashes().iter().find(|c| c.tool == "config").unwrap();
+    assert_eq!(
+        (config.serving.as_str(), config.unused.as_str()),
+        ("hostile", "hostile-two")
+    );
+    assert!(!config.chosen);
     assert!(
-        err.to_string().contains("tool noop is provided by both"),
-        "{err}"
+        config
+            .to_string()
+            .contains("set tools.providers: {config: hostile-two}"),
+        "{config}"
+    );
+
+    // Chosen: that one name goes to the chosen plugin, the others stay with
+    // the first; a choice nothing meets is reported, not fatal.
+    let providers = ToolProviders::from([
+        ("config".to_owned(), "hostile-two".to_owned()),
+        ("nowhere".to_owned(), "hostile".to_owned()),
+        (names[0].clone(), "absent".to_owned()),
+    ]);
+    let tools = PluginTools::choosing(vec![first, second], root.path(), &providers).unwrap();
+    assert_eq!(tools.specs().len(), names.len());
+    assert_eq!(greeting_served(&tools).await, "two");
+    let clash = |tool: &str| {
+        tools
+            .clashes()
+            .iter()
+            .find(|c| c.tool == tool)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(clash("config").serving, "hostile-two");
+    assert!(clash("config").chosen);
+    assert_eq!(clash(&names[0]).serving, "hostile");
+    assert!(!clash(&names[0]).chosen);
+    let unmet = tools.unmet_choices();
+    assert_eq!(unmet.len(), 2, "{unmet:?}");
+    assert!(
+        unmet
+            .iter()
+            .any(|u| u.contains("no plugin defines tool 'nowhere'")),
+        "{unmet:?}"
+    );
+    assert!(
+        unmet.iter().any(|u| u.contains(&format!(
+            "plugin absent does not define tool '{}'",
+            names[0]
+        ))),
+        "{unmet:?}"
     );
 }
 

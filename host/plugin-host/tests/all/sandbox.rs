@@ -371,7 +371,11 @@ async fn outgoing_http_is_checked_against_the_network_grants() {
         )
         .await;
     assert!(
-        denied_message(&out).contains("not in the plugin's network grants"),
+        denied_message(&out).contains(&format!(
+            "no network grant of plugin hostile covers 127.0.0.1:{port} (its manifest must ask \
+             for it under [capabilities] network, and the user grant it: talaria plugin grant \
+             hostile network:127.0.0.1:{port})"
+        )),
         "{out:?}"
     );
 
@@ -404,7 +408,31 @@ async fn outgoing_http_is_checked_against_the_network_grants() {
         "only the granted request arrived"
     );
     assert_eq!(other_served.load(Ordering::SeqCst), 0);
-    assert!(f.plugin.log().contains("denied HTTP request"));
+    // The log and the call name the grant that is missing; a call that fails
+    // in its own words gets the host's reason after them.
+    let missing = format!(
+        "refused HTTP request to http://localhost:{other_port}/: no network grant of plugin \
+         hostile covers localhost:{other_port}"
+    );
+    assert!(f.plugin.log().contains(&missing), "{:?}", f.plugin.log());
+    assert!(
+        f.plugin.log().contains(&format!(
+            "talaria plugin grant hostile network:localhost:{other_port}"
+        )),
+        "{:?}",
+        f.plugin.log()
+    );
+    let url = format!("http://localhost:{other_port}/");
+    let out = f
+        .call("s", "http_get", json!({ "url": url, "fail": true }))
+        .await;
+    assert!(out.is_error, "{out:?}");
+    assert!(
+        out.content
+            .starts_with("NetworkError: the fetch failed (the host refused HTTP request to"),
+        "{out:?}"
+    );
+    assert!(out.content.contains(&missing), "{out:?}");
     f.assert_still_works("s").await;
 }
 

@@ -142,6 +142,10 @@ pub struct HttpGetArgs {
     /// Request headers (values may name secrets: `{{secret:NAME}}`).
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// A failed request fails the call, with words of its own (as the
+    /// JavaScript and Python runtimes do), instead of reporting the host's.
+    #[serde(default)]
+    pub fail: bool,
 }
 
 /// `http_get`: an outgoing HTTP request through `wasi:http`.
@@ -166,6 +170,9 @@ impl Tool for HttpGet {
                 .send()
             {
                 Ok(r) => json!({ "ok": true, "status": r.status, "body": r.text() }),
+                Err(_) if args.fail => {
+                    return Err(ToolError::Failed("NetworkError: the fetch failed".into()));
+                }
                 Err(e) => host_outcome(&e),
             },
         )
