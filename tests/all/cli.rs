@@ -859,9 +859,35 @@ fn a_new_plugin_builds_installs_and_serves_the_model() {
         "plugin.toml",
         "src/lib.rs",
         "rust-toolchain.toml",
+        "vendor/talaria-plugin-sdk/Cargo.toml",
+        "vendor/talaria-plugin-sdk/wit/exports.wit",
     ] {
         assert!(project.join(file).is_file(), "{file} scaffolded");
     }
+    // Only the binary is needed: the project builds with the SDK copy it was
+    // given, and nothing in it points into this repository.
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let checkout = checkout.canonicalize().unwrap();
+    for file in walk_files(&project) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains(checkout.to_str().unwrap()),
+            "{} names the checkout",
+            file.display()
+        );
+    }
+    // `plugin sdk` writes the copy again (after an update of Talaria).
+    std::fs::remove_dir_all(project.join("vendor/talaria-plugin-sdk/src")).unwrap();
+    let rewritten = run(home.talaria(&["plugin", "sdk", project.to_str().unwrap()]));
+    assert_code(&rewritten, 0);
+    assert!(
+        project
+            .join("vendor/talaria-plugin-sdk/src/lib.rs")
+            .is_file()
+    );
+    let not_a_project = run(home.talaria(&["plugin", "sdk", projects.path().to_str().unwrap()]));
+    assert_code(&not_a_project, 2);
+    assert!(stderr(&not_a_project).contains("has no Cargo.toml"));
     let again = run({
         let mut c = home.talaria(&["plugin", "new", "demo-tool"]);
         c.current_dir(projects.path());
@@ -1247,4 +1273,18 @@ fn a_pool_of_keys_moves_to_the_next_key_on_an_auth_error_and_says_which_served()
         !stdout(&output).contains("sk-second-key-2222"),
         "the key itself never shows"
     );
+}
+
+/// Every file under `dir`.
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk_files(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }

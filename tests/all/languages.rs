@@ -351,22 +351,40 @@ fn check_language(case: &Case) {
         case.lang
     );
 
-    let build_time = build(&home, &project, case.lang, "x");
+    // Built in a profile of its own (`plugin build` compiles into the
+    // builder's cache), so installing it here has the compiling to do.
+    let builder = Home::new();
+    let build_time = build(&builder, &project, case.lang, "x");
     let package = project.join("dist/x");
     let size = std::fs::metadata(package.join("plugin.wasm"))
         .unwrap()
         .len();
-    copy_dir(&package, &home.path().join("plugins/x"));
-    let list = stdout(&crate::common::run(home.talaria(&["plugins", "list"])));
-    assert!(list.contains("x 0.1.0 [tools] (user)"), "{list}");
-
     let before = compiled(&home);
+    let mut install = home.talaria(&["plugin", "install", "--grant", "none"]);
+    install.arg(&package);
+    let started = Instant::now();
+    let installed = crate::common::run(install);
+    let install_time = started.elapsed();
+    assert_code(&installed, 0);
+    assert!(
+        stdout(&installed).contains("compiled in "),
+        "{}",
+        stdout(&installed)
+    );
+    let after_install = compiled(&home);
+    assert_eq!(
+        after_install.difference(&before).count(),
+        1,
+        "the install compiled the component into the cache: {after_install:?}"
+    );
+    let list = stdout(&crate::common::run(home.talaria(&["plugins", "list"])));
+    assert!(list.contains("x 0.1.0 [tools]"), "{list}");
+
     let first = converse(&home, case);
     let after_first = compiled(&home);
     assert_eq!(
-        after_first.difference(&before).count(),
-        1,
-        "the first run compiled the component into the cache: {after_first:?}"
+        after_first, after_install,
+        "the first run loaded what the install compiled"
     );
     let second = converse(&home, case);
     assert_eq!(
@@ -379,13 +397,15 @@ fn check_language(case: &Case) {
 
     eprintln!(
         "[{lang}] build: {build} | component: {size:.2} MiB | \
-         conversation 1 (compiles): {w1} ms wall, tool batch {t1} ms | \
+         install (compiles): {install} ms | \
+         conversation 1: {w1} ms wall, tool batch {t1} ms | \
          conversation 2 (compile cache): {w2} ms wall, tool batch {t2} ms | \
          in-process: load from cache {load:.1} ms, instantiate {inst:.0} µs, \
          instantiate + call {call:.0} µs (medians of {BENCH_SAMPLES})",
         lang = case.lang,
         build = build_time.map_or("cached".to_owned(), |d| format!("{} ms", d.as_millis())),
         size = size as f64 / (1024.0 * 1024.0),
+        install = install_time.as_millis(),
         w1 = first.wall.as_millis(),
         t1 = first.tools_ms,
         w2 = second.wall.as_millis(),

@@ -42,8 +42,8 @@ fn help_lists_only_singular_group_names() {
     assert_code(&output, 0);
     let subcommands = listed_commands(&stdout(&output));
     for name in [
-        "list", "info", "grant", "revoke", "trust", "new", "build", "install", "search", "update",
-        "remove", "pack", "publish", "keygen", "index",
+        "list", "info", "grant", "revoke", "trust", "new", "build", "sdk", "install", "search",
+        "update", "remove", "pack", "publish", "keygen", "index",
     ] {
         assert!(
             subcommands.iter().any(|c| c == name),
@@ -253,4 +253,76 @@ fn plugin_info_reports_each_kind_and_names_packages_of_kinds_it_cannot_serve() {
         &stdout(&output),
         "a plugin with runtime \"extism\" can only provide tools",
     );
+}
+
+/// A plugin is compiled when it is installed, so its first session starts
+/// at once; one copied in by hand is compiled by the first session, which
+/// says so on stderr (a large component takes seconds), and only that one.
+#[test]
+fn install_compiles_ahead_and_a_start_that_must_compile_says_so() {
+    use talaria_testkit::{Script, ScriptedServer, Step};
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/plugins/test/noop");
+    let session = |home: &Home| {
+        let server = ScriptedServer::spawn(Script::new([Step::text("ok")])).unwrap();
+        let work = home.workdir();
+        let output = run(home.query_in(work.path(), &server, "hi", &[]));
+        assert_code(&output, 0);
+        stderr(&output)
+    };
+
+    let copied = Home::new();
+    crate::common::install_test_plugin(&copied, "noop");
+    assert_contains(&session(&copied), "note: compiling plugin noop (");
+    let again = session(&copied);
+    assert!(!again.contains("compiling plugin noop"), "{again}");
+
+    let installed = Home::new();
+    let output = run(installed.talaria(&[
+        "plugin",
+        "install",
+        built.to_str().unwrap(),
+        "--grant",
+        "none",
+    ]));
+    assert_code(&output, 0);
+    let said = stdout(&output);
+    assert_contains(&said, "compiling noop (");
+    assert_contains(&said, "compiled in ");
+    let first = session(&installed);
+    assert!(!first.contains("compiling plugin noop"), "{first}");
+}
+
+/// Two plugins defining one tool name: both load, the name is served once,
+/// the clash is named with the setting that settles it, and once settled
+/// nothing more is said.
+#[test]
+fn a_tool_name_two_plugins_define_is_served_once_and_the_user_can_choose() {
+    use talaria_testkit::{Script, ScriptedServer, Step};
+    let home = Home::new();
+    crate::common::install_test_plugin(&home, "noop");
+    let copy = home.path().join("plugins/noop-two");
+    crate::common::copy_dir(&home.path().join("plugins/noop"), &copy);
+    let manifest = std::fs::read_to_string(copy.join("plugin.toml")).unwrap();
+    std::fs::write(
+        copy.join("plugin.toml"),
+        manifest.replace("name = \"noop\"", "name = \"noop-two\""),
+    )
+    .unwrap();
+    let session = |home: &Home| {
+        let server = ScriptedServer::spawn(Script::new([Step::text("ok")])).unwrap();
+        let work = home.workdir();
+        let output = run(home.query_in(work.path(), &server, "hi", &[]));
+        assert_code(&output, 0);
+        let tools = server.requests()[0].tools_raw();
+        assert_eq!(tools.matches("\"name\":\"noop\"").count(), 1, "{tools}");
+        stderr(&output)
+    };
+    let said = session(&home);
+    assert_contains(&said, "its tool 'noop' is not used: plugin noop");
+    assert_contains(&said, "set tools.providers: {noop: noop-two}");
+    assert!(!said.contains("not loaded"), "{said}");
+
+    home.write_config("tools:\n  providers:\n    noop: noop-two\n");
+    let said = session(&home);
+    assert!(!said.contains("its tool 'noop'"), "{said}");
 }

@@ -16,7 +16,7 @@ use talaria_testkit::{Role, Script, ScriptedServer, ServerOptions, Step, ToolCal
 const EXPECT_MS: u64 = 30_000;
 
 /// `talaria` in a pseudo-terminal in `work`, talking to `server`.
-fn repl(
+pub(crate) fn repl(
     home: &Home,
     work: &std::path::Path,
     server: &ScriptedServer,
@@ -216,6 +216,17 @@ fn plugin_commands_and_skins_come_from_the_command_and_skin_worlds() {
         0,
     );
     assert!(home.read("config.yaml").contains("skin: probe-light"));
+
+    // A plugin's skin saved in the config draws the first prompt too.
+    crate::common::assert_code(
+        &crate::common::run(home.talaria(&["skin", "use", "probe-dark"])),
+        0,
+    );
+    let mut session = repl(&home, work.path(), &server, &[]);
+    session
+        .exp_string("probe> ")
+        .expect("the first prompt is drawn in the saved plugin skin");
+    quit(session);
 }
 
 #[test]

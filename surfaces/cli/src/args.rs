@@ -401,8 +401,8 @@ pub enum ImportCommand {
 pub enum PluginCommand {
     #[command(flatten)]
     Installed(InstalledCommand),
-    /// Create a buildable plugin project: a tool plugin (manifest, Cargo.toml, an example
-    /// tool), or with --kind adapter a chat adapter for the gateway.
+    /// Create a buildable plugin project from a working example: a tool plugin by
+    /// default, or with --kind a command, skin, hooks, memory or chat adapter plugin.
     New {
         /// Plugin name (lowercase letters, digits and '-').
         name: String,
@@ -412,13 +412,21 @@ pub enum PluginCommand {
         /// Language of the project: rust (default), js, python or zig.
         #[arg(long, value_name = "LANG")]
         lang: Option<String>,
-        /// What the plugin provides: tool (default), or adapter (a chat adapter for
-        /// `talaria gateway run`; Rust only for now).
+        /// What the plugin provides: tool (default), command (slash commands), skin,
+        /// hooks, memory (a memory provider) or adapter (a chat adapter for `talaria
+        /// gateway run`). Other languages than Rust have the tool template (Python
+        /// also the adapter).
         #[arg(long, value_name = "KIND")]
         kind: Option<String>,
     },
     /// Build a plugin project into DIR/dist/NAME, ready to drop into a plugin directory.
     Build {
+        /// The project directory (default: the working directory).
+        dir: Option<std::path::PathBuf>,
+    },
+    /// Write this version's Rust SDK into a Rust plugin project
+    /// (DIR/vendor/talaria-plugin-sdk), replacing the copy `plugin new` made.
+    Sdk {
         /// The project directory (default: the working directory).
         dir: Option<std::path::PathBuf>,
     },

@@ -17,8 +17,10 @@ mod mcp_cmd;
 mod mcp_serve_cmd;
 mod memory_cmd;
 mod pairing_cmd;
+mod plugin_compile;
 mod plugin_dev;
 mod plugin_registry;
+mod plugin_sdk;
 mod plugin_templates;
 mod plugins;
 mod profile_cmd;
@@ -135,7 +137,11 @@ pub fn main() -> ExitCode {
                 kind,
             })) => plugin_dev::new(&name, dir, lang.as_deref(), kind.as_deref()),
             Some(args::Command::Plugin(args::PluginCommand::Build { dir })) => {
-                plugin_dev::build(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
+                let dir = dir.unwrap_or_else(|| std::path::PathBuf::from("."));
+                plugin_dev::build_and_compile(&dir, &home).await
+            }
+            Some(args::Command::Plugin(args::PluginCommand::Sdk { dir })) => {
+                plugin_dev::sdk(&dir.unwrap_or_else(|| std::path::PathBuf::from(".")))
             }
             Some(args::Command::Plugin(args::PluginCommand::Registry(command))) => {
                 plugin_registry::run(command, &home).await

@@ -18,18 +18,26 @@ use crate::plugin_templates::{Kind, Lang, Template};
 /// installs the other languages' toolchains into.
 const TOOLCHAINS_ENV: &str = "TALARIA_TOOLCHAINS";
 
-/// The toolchain the SDK needs, with the wasm32-wasip2 target: the same file
-/// Talaria itself is built with.
+/// The toolchain Talaria itself is built with, whose channel new projects use.
 const TOOLCHAIN_FILE: &str = include_str!("../../../rust-toolchain.toml");
 
-/// Where the SDK comes from: this checkout's `sdk/rust` when it exists (a
-/// development build), else the published crate.
-fn sdk_dependency() -> String {
-    let checkout = Path::new(crate::CHECKOUT).join("sdk/rust");
-    match checkout.canonicalize() {
-        Ok(path) => format!("{{ path = {:?} }}", path.display().to_string()),
-        Err(_) => format!("\"{}\"", env!("CARGO_PKG_VERSION")),
-    }
+/// A new project's `rust-toolchain.toml`: Talaria's Rust release, with the
+/// components target plugins need (and none of Talaria's own notes).
+fn toolchain_file() -> String {
+    let channel = TOOLCHAIN_FILE
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| {
+            t.get("toolchain")?
+                .get("channel")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "stable".to_owned());
+    format!(
+        "[toolchain]\n# The Rust release the SDK is built and tested with.\nchannel = \"{channel}\"\n\
+         profile = \"minimal\"\ncomponents = [\"rustfmt\", \"clippy\"]\ntargets = [\"wasm32-wasip2\"]\n"
+    )
 }
 
 fn valid_name(name: &str) -> bool {
@@ -113,11 +121,24 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>, kind: Option<&s
             return usage_error(&format!("cannot write {}: {error}", path.display()));
         }
     }
+    if lang == Lang::Rust
+        && crate::plugin_sdk::vendored()
+        && let Err(message) = crate::plugin_sdk::write(&dir)
+    {
+        return usage_error(&message);
+    }
     println!(
         "Created {lang} {} {name} in {}{origin}.",
         kind.noun(),
         dir.display()
     );
+    if lang == Lang::Rust && crate::plugin_sdk::vendored() {
+        println!(
+            "The SDK of this talaria is in {}; `talaria plugin sdk {}` replaces it after an update.",
+            crate::plugin_sdk::VENDOR_DIR,
+            dir.display()
+        );
+    }
     println!("Build it with: {hint}");
     if kind == Kind::Adapter {
         println!(
@@ -133,7 +154,7 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>, kind: Option<&s
 fn rust_project_files(name: &str, kind: Kind) -> Vec<(&'static str, String, bool)> {
     vec![
         ("Cargo.toml", cargo_toml(name, kind), false),
-        ("rust-toolchain.toml", TOOLCHAIN_FILE.to_owned(), false),
+        ("rust-toolchain.toml", toolchain_file(), false),
         (".gitignore", "/target\n/dist\n".to_owned(), false),
     ]
 }
@@ -161,7 +182,7 @@ fn cargo_toml(name: &str, kind: Kind) -> String {
     // A tool derives its argument schema; an adapter needs only the SDK.
     let tool_dependencies = match kind {
         Kind::Tool => "schemars = \"1\"\nserde = { version = \"1\", features = [\"derive\"] }\n",
-        Kind::Adapter | Kind::Memory => "",
+        Kind::Adapter | Kind::Memory | Kind::Command | Kind::Skin | Kind::Hooks => "",
     };
     format!(
         r#"[package]
@@ -186,7 +207,7 @@ panic = "abort"
 # A project of its own, not part of an enclosing workspace.
 [workspace]
 "#,
-        sdk = sdk_dependency()
+        sdk = crate::plugin_sdk::dependency()
     )
 }
 
@@ -245,6 +266,40 @@ impl Tool for Hello {
 
 talaria_plugin_sdk::export_tools!(Hello);
 "#;
+
+/// Writes this version's Rust SDK into the Rust project in `dir`.
+pub fn sdk(dir: &Path) -> Status {
+    if !dir.join("Cargo.toml").is_file() {
+        return usage_error(&format!(
+            "{} is not a Rust plugin project (it has no Cargo.toml)",
+            dir.display()
+        ));
+    }
+    match crate::plugin_sdk::write(dir) {
+        Ok(()) => {
+            println!(
+                "Wrote the SDK of talaria {} into {}.",
+                env!("CARGO_PKG_VERSION"),
+                dir.join(crate::plugin_sdk::VENDOR_DIR).display()
+            );
+            Status::Answered
+        }
+        Err(message) => usage_error(&message),
+    }
+}
+
+/// [`build`], then the package compiled into the profile's cache, so the
+/// first session with it starts at once.
+pub async fn build_and_compile(dir: &Path, home: &talaria_profile::ProfileHome) -> Status {
+    let status = build(dir);
+    if status == Status::Answered
+        && let Ok(manifest) = Manifest::load(&dir.join("plugin.toml"))
+    {
+        let package = dir.join("dist").join(&manifest.name);
+        crate::plugin_compile::ahead_of_time(home, &package).await;
+    }
+    status
+}
 
 /// Builds the project in `dir` into `dir/dist/<name>/{plugin.toml,plugin.wasm}`:
 /// with its `build.sh` when it has one (the other languages' templates),
@@ -597,8 +652,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("x");
         for (lang, kind) in [
-            (None, "skin"),
+            (None, "widget"),
             (Some("python"), "memory"),
+            (Some("js"), "hooks"),
             (Some("js"), "adapter"),
             (Some("zig"), "chat"),
         ] {
@@ -609,10 +665,15 @@ mod tests {
             );
             assert!(!dir.exists(), "nothing written for {lang:?} {kind}");
         }
-        let unknown = choose(None, Some("skin")).unwrap_err();
+        let unknown = choose(None, Some("widget")).unwrap_err();
         assert_eq!(
             unknown,
-            "unknown kind 'skin' for --kind: choose one of tool, adapter, memory"
+            "unknown kind 'widget' for --kind: choose one of tool, command, skin, hooks, memory, adapter"
+        );
+        assert_eq!(
+            choose(Some("zig"), Some("skin")).unwrap_err(),
+            "there is no zig skin plugin template: Rust has one \
+             (--lang rust, the default, with --kind skin)"
         );
         let js = choose(Some("js"), Some("adapter")).unwrap_err();
         assert_eq!(
@@ -648,6 +709,7 @@ mod tests {
         let mut files: Vec<String> = walk(&dir)
             .into_iter()
             .map(|p| p.strip_prefix(&dir).unwrap().display().to_string())
+            .filter(|p| !p.starts_with("vendor/"))
             .collect();
         files.sort();
         assert_eq!(

@@ -73,11 +73,24 @@ pub enum Kind {
     Adapter,
     /// A memory provider (`provides = ["memory"]`).
     Memory,
+    /// Slash commands (`provides = ["commands"]`).
+    Command,
+    /// Skins computed by a component (`provides = ["skin"]`).
+    Skin,
+    /// Lifecycle hooks (`provides = ["hooks"]`).
+    Hooks,
 }
 
 impl Kind {
     /// Every kind, in the order they are offered.
-    pub const ALL: [Self; 3] = [Self::Tool, Self::Adapter, Self::Memory];
+    pub const ALL: [Self; 6] = [
+        Self::Tool,
+        Self::Command,
+        Self::Skin,
+        Self::Hooks,
+        Self::Memory,
+        Self::Adapter,
+    ];
 
     /// The name `--kind` takes.
     pub fn as_str(self) -> &'static str {
@@ -85,6 +98,9 @@ impl Kind {
             Self::Tool => "tool",
             Self::Adapter => "adapter",
             Self::Memory => "memory",
+            Self::Command => "command",
+            Self::Skin => "skin",
+            Self::Hooks => "hooks",
         }
     }
 
@@ -94,6 +110,9 @@ impl Kind {
             "tool" | "tools" => Ok(Self::Tool),
             "adapter" | "chat" | "chat-adapter" => Ok(Self::Adapter),
             "memory" | "memory-provider" => Ok(Self::Memory),
+            "command" | "commands" => Ok(Self::Command),
+            "skin" | "skins" => Ok(Self::Skin),
+            "hooks" | "hook" => Ok(Self::Hooks),
             _ => Err(format!(
                 "unknown kind '{text}' for --kind: choose one of {}",
                 Self::ALL.map(Self::as_str).join(", ")
@@ -107,6 +126,9 @@ impl Kind {
             Self::Tool => "tool plugin",
             Self::Adapter => "chat adapter",
             Self::Memory => "memory provider",
+            Self::Command => "command plugin",
+            Self::Skin => "skin plugin",
+            Self::Hooks => "hooks plugin",
         }
     }
 }
@@ -130,9 +152,13 @@ pub fn template(lang: Lang, kind: Kind) -> Result<Option<&'static Template>, Str
              (--lang rust, the default, or --lang python with --kind adapter)"
         )),
         (Kind::Memory, Lang::Rust) => Ok(Some(&RUST_MEMORY)),
-        (Kind::Memory, lang) => Err(format!(
-            "there is no {lang} memory provider template: Rust has one \
-             (--lang rust, the default, with --kind memory)"
+        (Kind::Command, Lang::Rust) => Ok(Some(&RUST_COMMAND)),
+        (Kind::Skin, Lang::Rust) => Ok(Some(&RUST_SKIN)),
+        (Kind::Hooks, Lang::Rust) => Ok(Some(&RUST_HOOKS)),
+        (kind @ (Kind::Memory | Kind::Command | Kind::Skin | Kind::Hooks), lang) => Err(format!(
+            "there is no {lang} {} template: Rust has one \
+             (--lang rust, the default, with --kind {kind})",
+            kind.noun()
         )),
     }
 }
@@ -398,25 +424,46 @@ static ZIG_FILES: [TemplateFile; 11] = {
     ]
 };
 
-/// The Rust chat adapter's own files; `plugin_dev` adds those of every Rust
-/// project (Cargo.toml, rust-toolchain.toml, .gitignore).
-static RUST_ADAPTER_FILES: [TemplateFile; 3] = [
-    file(
-        "plugin.toml",
-        include_str!("../../../sdk/rust/templates/chat-adapter/plugin.toml"),
-        NameSite::Everywhere,
-    ),
-    file(
-        "src/lib.rs",
-        include_str!("../../../sdk/rust/templates/chat-adapter/src/lib.rs"),
-        NameSite::None,
-    ),
-    file(
-        "README.md",
-        include_str!("../../../sdk/rust/templates/chat-adapter/README.md"),
-        NameSite::Everywhere,
-    ),
-];
+/// A Rust template's own files (`sdk/rust/templates/$dir`: plugin.toml,
+/// src/lib.rs, README.md) with the example's name replaced everywhere;
+/// `plugin_dev` adds those of every Rust project (Cargo.toml,
+/// rust-toolchain.toml, .gitignore, the SDK).
+macro_rules! rust_template {
+    ($dir:literal, $example:literal) => {
+        Template {
+            lang: Lang::Rust,
+            example_name: $example,
+            files: &[
+                file(
+                    "plugin.toml",
+                    include_str!(concat!(
+                        "../../../sdk/rust/templates/",
+                        $dir,
+                        "/plugin.toml"
+                    )),
+                    NameSite::Everywhere,
+                ),
+                file(
+                    "src/lib.rs",
+                    include_str!(concat!("../../../sdk/rust/templates/", $dir, "/src/lib.rs")),
+                    NameSite::Everywhere,
+                ),
+                file(
+                    "README.md",
+                    include_str!(concat!("../../../sdk/rust/templates/", $dir, "/README.md")),
+                    NameSite::Everywhere,
+                ),
+            ],
+            build_hint: "cargo build --target wasm32-wasip2 --release",
+        }
+    };
+}
+
+static RUST_ADAPTER: Template = rust_template!("chat-adapter", "line-chat");
+static RUST_MEMORY: Template = rust_template!("memory-provider", "word-notes");
+static RUST_COMMAND: Template = rust_template!("command", "unit-convert");
+static RUST_SKIN: Template = rust_template!("skin", "tinted-prompt");
+static RUST_HOOKS: Template = rust_template!("hooks", "command-guard");
 
 /// The world of an adapter in another language (`sdk/adapter-wit`): its own
 /// `wit/world.wit` includes Talaria's package (a dependency here) and adds
@@ -515,39 +562,6 @@ static PYTHON_ADAPTER: Template = Template {
     example_name: "line-chat",
     files: &PYTHON_ADAPTER_FILES,
     build_hint: "pip install componentize-py==0.25.1 && ./build.sh",
-};
-
-static RUST_ADAPTER: Template = Template {
-    lang: Lang::Rust,
-    example_name: "line-chat",
-    files: &RUST_ADAPTER_FILES,
-    build_hint: "cargo build --target wasm32-wasip2 --release",
-};
-
-/// The Rust memory provider's own files, like the adapter's.
-static RUST_MEMORY_FILES: [TemplateFile; 3] = [
-    file(
-        "plugin.toml",
-        include_str!("../../../sdk/rust/templates/memory-provider/plugin.toml"),
-        NameSite::Everywhere,
-    ),
-    file(
-        "src/lib.rs",
-        include_str!("../../../sdk/rust/templates/memory-provider/src/lib.rs"),
-        NameSite::Everywhere,
-    ),
-    file(
-        "README.md",
-        include_str!("../../../sdk/rust/templates/memory-provider/README.md"),
-        NameSite::Everywhere,
-    ),
-];
-
-static RUST_MEMORY: Template = Template {
-    lang: Lang::Rust,
-    example_name: "word-notes",
-    files: &RUST_MEMORY_FILES,
-    build_hint: "cargo build --target wasm32-wasip2 --release",
 };
 
 static JS: Template = Template {
@@ -719,14 +733,26 @@ mod tests {
             assert_eq!(Kind::parse(kind.as_str()), Ok(kind));
         }
         assert_eq!(Kind::parse("Chat"), Ok(Kind::Adapter));
+        assert_eq!(Kind::parse("Hook"), Ok(Kind::Hooks));
         assert_eq!(
-            Kind::parse("skin").unwrap_err(),
-            "unknown kind 'skin' for --kind: choose one of tool, adapter, memory"
+            Kind::parse("widget").unwrap_err(),
+            "unknown kind 'widget' for --kind: choose one of tool, command, skin, hooks, memory, adapter"
         );
         assert!(template(Lang::Rust, Kind::Tool).unwrap().is_none());
-        let memory = template(Lang::Rust, Kind::Memory).unwrap().unwrap();
-        assert_eq!(memory.example_name, "word-notes");
-        assert!(template(Lang::Js, Kind::Memory).is_err());
+        for (kind, example) in [
+            (Kind::Memory, "word-notes"),
+            (Kind::Command, "unit-convert"),
+            (Kind::Skin, "tinted-prompt"),
+            (Kind::Hooks, "command-guard"),
+        ] {
+            let rust = template(Lang::Rust, kind).unwrap().unwrap();
+            assert_eq!(rust.example_name, example);
+            // The example's name is in each file, so a project gets its own.
+            for file in rust.files {
+                assert!(file.text.contains(example), "{kind} {}", file.path);
+            }
+            assert!(template(Lang::Js, kind).is_err());
+        }
         for lang in [Lang::Rust, Lang::Python] {
             let adapter = template(lang, Kind::Adapter).unwrap().unwrap();
             assert_eq!((adapter.lang, adapter.example_name), (lang, "line-chat"));

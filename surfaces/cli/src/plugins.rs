@@ -8,7 +8,7 @@ use talaria_agent::grants::{GrantStore, describe};
 use talaria_agent::plugins::{
     FoundPlugin, PluginSource, TrustStore, UnreadablePackage, discover, refusal,
 };
-use talaria_plugin_host::{Grants, HostOptions, Manifest, PluginHost, Runtime};
+use talaria_plugin_host::{Grants, Manifest, PluginHost, Runtime};
 use talaria_profile::ProfileHome;
 use talaria_registry::Lockfile;
 
@@ -285,9 +285,8 @@ async fn show_found(home: &ProfileHome, store: &GrantStore, plugin: &FoundPlugin
         println!("status:    does not load: {refusal}");
         return Status::Failed;
     }
-    let options = HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
-        .with_cache_key_file(home.plugin_cache_key_file())
-        .with_prebuilt_dirs(talaria_agent::plugins::prebuilt_dirs());
+    let options = talaria_agent::plugin_compile::cache_options(home)
+        .with_compile_observer(std::sync::Arc::new(crate::plugin_compile::CompileProgress));
     let host = match PluginHost::new(options) {
         Ok(host) => host,
         Err(error) => return usage_error(&error.to_string()),

@@ -194,13 +194,40 @@ async fn chat(
         Ok(reader) => reader,
         Err(error) => return usage_error(&format!("cannot start the line editor: {error}")),
     };
-    view.banner(&settings.primary.model);
-    let (plain, styled) = view.prompt();
-    let first_read = tokio::task::spawn_blocking(move || {
-        let read = reader.read(&plain, &styled);
-        (reader, read)
-    });
-    let built = Agent::build(&settings, &home, options).await;
+    // A saved skin that only a plugin defines is known once plugins are
+    // loaded: then the banner and the first prompt wait for the agent, so
+    // they are drawn in it. Otherwise typing starts at once.
+    let skin_from_plugin = skins.resolve(&settings.config.display.skin).is_err();
+    // The build borrows the settings and the home until it has finished.
+    let (built, first_read) = {
+        let build = Agent::build(&settings, &home, options);
+        tokio::pin!(build);
+        let early = if skin_from_plugin {
+            let built = (&mut build).await;
+            if let Ok(agent) = &built {
+                let (with_plugins, _) = skins
+                    .clone()
+                    .with_plugin_skins(crate::skins::plugin_sources(agent.plugin_skins()));
+                if let Ok(skin) = with_plugins.resolve(&settings.config.display.skin) {
+                    view.set_skin(skin);
+                }
+            }
+            Some(built)
+        } else {
+            None
+        };
+        view.banner(&settings.primary.model);
+        let (plain, styled) = view.prompt();
+        let first_read = tokio::task::spawn_blocking(move || {
+            let read = reader.read(&plain, &styled);
+            (reader, read)
+        });
+        let built = match early {
+            Some(built) => built,
+            None => build.await,
+        };
+        (built, first_read)
+    };
     let Ok((reader, first)) = first_read.await else {
         return usage_error("the line editor stopped unexpectedly");
     };

@@ -51,7 +51,9 @@ pub(crate) async fn install(home: &ProfileHome, args: InstallArgs) -> Outcome {
             .await
         };
         let result = match prepared {
-            Ok(prepared) => finish(home, prepared, args.grant.as_deref(), args.allow_downgrade),
+            Ok(prepared) => {
+                finish(home, prepared, args.grant.as_deref(), args.allow_downgrade).await
+            }
             Err(error) => Err(error.into()),
         };
         if let Err(failure) = result {
@@ -176,8 +178,8 @@ pub(crate) async fn prepare_from_index(
 }
 
 /// Decides grants, then swaps the staged package in and records it, under
-/// the install lock.
-fn finish(
+/// the install lock; then compiles it ahead of its first session.
+async fn finish(
     home: &ProfileHome,
     prepared: Prepared,
     grant: Option<&str>,
@@ -255,6 +257,7 @@ fn finish(
             granted.join(", ")
         }
     );
+    crate::plugin_compile::ahead_of_time(home, &layout.package_dir(&name)).await;
     Ok(())
 }
 
@@ -303,7 +306,7 @@ async fn install_locked(home: &ProfileHome, args: &InstallArgs) -> Outcome {
             )
             .await
         }?;
-        finish(home, prepared, args.grant.as_deref(), true)?;
+        finish(home, prepared, args.grant.as_deref(), true).await?;
     }
     Ok(Status::Answered)
 }
@@ -408,7 +411,7 @@ pub(crate) async fn update(home: &ProfileHome, names: &[String], grant: Option<&
             Ok(mut prepared) => {
                 // Keep the user's own requirement for the next update.
                 prepared.locked.requirement = locked.requirement.clone();
-                finish(home, prepared, grant, false)
+                finish(home, prepared, grant, false).await
             }
             Err(error) => Err(error.into()),
         };

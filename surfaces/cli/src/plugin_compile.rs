@@ -1,0 +1,40 @@
+//! Compiling a plugin ahead of its first session, with a progress line:
+//! after `plugin install`, `update` and `build`, and while `plugin info`
+//! loads one that is not compiled yet.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use talaria_agent::plugin_compile::{AheadOfTime, compile_ahead, megabytes};
+use talaria_plugin_host::CompileObserver;
+use talaria_profile::ProfileHome;
+
+/// Prints a line when a plugin starts compiling (it takes seconds for a
+/// large component).
+#[derive(Debug)]
+pub(crate) struct CompileProgress;
+
+impl CompileObserver for CompileProgress {
+    fn compiling(&self, plugin: &str, bytes: u64) {
+        println!(
+            "  compiling {plugin} ({}); this happens once, sessions then load it from the cache…",
+            megabytes(bytes)
+        );
+    }
+}
+
+/// Compiles the package in `dir` into the profile's cache and says how long
+/// it took. A failure is only a warning: the package is in place, and a
+/// session that cannot load it says why.
+pub(crate) async fn ahead_of_time(home: &ProfileHome, dir: &Path) {
+    match compile_ahead(home, dir, Arc::new(CompileProgress)).await {
+        Ok(AheadOfTime::Compiled(took)) => {
+            println!(
+                "  compiled in {:.1} s; sessions load it from the cache",
+                took.as_secs_f64()
+            );
+        }
+        Ok(AheadOfTime::AlreadyReady) => {}
+        Err(error) => eprintln!("warning: not compiled ahead of time: {error}"),
+    }
+}
