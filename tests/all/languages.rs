@@ -229,8 +229,9 @@ fn converse(home: &Home, case: &Case) -> Conversation {
         requests[0]
             .tools_raw()
             .contains(&format!("\"{}\"", case.tool)),
-        "the plugin's tool is offered to the model: {}",
-        requests[0].tools_raw()
+        "the plugin's tool is offered to the model: {}\nstderr:\n{}",
+        requests[0].tools_raw(),
+        stderr(&output)
     );
     let results = crate::common::tool_results(&server, 1);
     assert_eq!(results.len(), 2, "{results:?}");
@@ -360,12 +361,9 @@ fn check_language(case: &Case) {
         .unwrap()
         .len();
     let before = compiled(&home);
-    let mut install = home.talaria(&["plugin", "install", "--grant", "none"]);
-    install.arg(&package);
     let started = Instant::now();
-    let installed = crate::common::run(install);
+    let installed = home.install_package(&package, "none");
     let install_time = started.elapsed();
-    assert_code(&installed, 0);
     assert!(
         stdout(&installed).contains("compiled in "),
         "{}",

@@ -321,14 +321,7 @@ fn a_provider_from_the_template_passes_its_tests_and_recalls_across_sessions() {
     rust_toolchain_env(&mut build);
     assert_code(&run(build), 0);
     let package = project.join("dist/notes-test");
-    let installed = run(home.talaria(&[
-        "plugin",
-        "install",
-        package.to_str().unwrap(),
-        "--grant",
-        "kv",
-    ]));
-    assert_code(&installed, 0);
+    home.install_package(&package, "kv");
     assert_code(&run(home.talaria(&["memory", "use", "notes-test"])), 0);
 
     let work = home.workdir();

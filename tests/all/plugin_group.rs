@@ -277,15 +277,7 @@ fn install_compiles_ahead_and_a_start_that_must_compile_says_so() {
     assert!(!again.contains("compiling plugin noop"), "{again}");
 
     let installed = Home::new();
-    let output = run(installed.talaria(&[
-        "plugin",
-        "install",
-        built.to_str().unwrap(),
-        "--grant",
-        "none",
-    ]));
-    assert_code(&output, 0);
-    let said = stdout(&output);
+    let said = stdout(&installed.install_package(&built, "none"));
     assert_contains(&said, "compiling noop (");
     assert_contains(&said, "compiled in ");
     let first = session(&installed);

@@ -42,15 +42,7 @@ fn new_tested_built_installed(
     build.current_dir(projects);
     rust_toolchain_env(&mut build);
     assert_code(&run(build), 0);
-    let package = project.join("dist").join(name);
-    let installed = run(home.talaria(&[
-        "plugin",
-        "install",
-        package.to_str().unwrap(),
-        "--grant",
-        "none",
-    ]));
-    assert_code(&installed, 0);
+    home.install_package(&project.join("dist").join(name), "none");
     project
 }
 

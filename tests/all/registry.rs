@@ -561,14 +561,7 @@ fn grants_stay_with_the_source_a_plugin_was_installed_from() {
     assert_contains(&stdout(&info), "granted:   kv");
 
     // Decided for the local package, the index's decision is dropped with the index's copy.
-    let output = run(home.talaria(&[
-        "plugin",
-        "install",
-        package.to_str().unwrap(),
-        "--grant",
-        "none",
-    ]));
-    assert_code(&output, 0);
+    home.install_package(&package, "none");
     let info = run(home.talaria(&["plugins", "info", "weather"]));
     assert_contains(&stdout(&info), "granted:   none");
     let grants = home.read("plugin-grants.yaml");

@@ -105,6 +105,15 @@ impl Home {
         tempfile::tempdir().unwrap()
     }
 
+    /// `talaria plugin install PACKAGE --grant GRANT`, which must succeed.
+    pub fn install_package(&self, package: &Path, grant: &str) -> Output {
+        let mut install = self.talaria(&["plugin", "install", "--grant", grant]);
+        install.arg(package);
+        let output = run(install);
+        assert_code(&output, 0);
+        output
+    }
+
     /// `talaria` with a clean environment: only this home and the given flags.
     pub fn talaria(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_talaria"));

@@ -706,7 +706,7 @@ mod tests {
             new("my-chat", Some(dir.clone()), None, Some("adapter")),
             Status::Answered
         );
-        let mut files: Vec<String> = walk(&dir)
+        let mut files: Vec<String> = crate::plugin_sdk::files_under(&dir)
             .into_iter()
             .map(|p| p.strip_prefix(&dir).unwrap().display().to_string())
             .filter(|p| !p.starts_with("vendor/"))
@@ -736,18 +736,5 @@ mod tests {
         let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
         assert!(lib.contains("impl ChatConnection for"), "{lib}");
         assert!(matches!(detect(&dir), Project::Cargo));
-    }
-
-    fn walk(dir: &Path) -> Vec<PathBuf> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                found.extend(walk(&path));
-            } else {
-                found.push(path);
-            }
-        }
-        found
     }
 }

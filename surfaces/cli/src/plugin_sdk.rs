@@ -212,10 +212,23 @@ fn spelled_out(
     Ok(toml::Value::Table(entry))
 }
 
+/// Every file under `dir`, for tests.
+#[cfg(test)]
+pub(crate) fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
 
     #[test]
@@ -224,7 +237,7 @@ mod tests {
         let embedded: Vec<&str> = SOURCES.iter().map(|(path, _)| *path).collect();
         let mut on_disk = Vec::new();
         for (dir, prefix) in [("sdk/rust/src", "src"), ("wit/plugin", "wit")] {
-            for entry in walk(&root.join(dir)) {
+            for entry in files_under(&root.join(dir)) {
                 let relative = entry.strip_prefix(root.join(dir)).unwrap();
                 on_disk.push(format!("{prefix}/{}", relative.display()));
             }
@@ -235,19 +248,6 @@ mod tests {
                 "{path} is not embedded in plugin_sdk::SOURCES"
             );
         }
-    }
-
-    fn walk(dir: &Path) -> Vec<PathBuf> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                found.extend(walk(&path));
-            } else {
-                found.push(path);
-            }
-        }
-        found
     }
 
     #[test]
