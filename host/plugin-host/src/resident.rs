@@ -83,6 +83,7 @@ impl Resident {
         data.host.deadline = Instant::now() + limit;
         name.clone_into(&mut data.host.tool);
         data.timed_out = false;
+        data.http_policy.refused.clear();
         let raced = race(call(&mut self.prepared.store), limit, None).await;
         let mut result = classify(raced, &self.prepared, &self.shared, name);
         // The limit was this call's, which may not be the plugin's.

@@ -20,51 +20,41 @@ const WIT_DIR: &str = "wit";
 /// How the SDK's sources name the WIT package in this repository.
 const SOURCE_WIT_PATH: &str = "\"../../wit/plugin\"";
 
+/// One embedded file: (its path in the copy, its text), from the SDK's
+/// `src/` or the WIT package's directory.
+macro_rules! embedded {
+    (src $file:literal) => {
+        (
+            concat!("src/", $file),
+            include_str!(concat!("../../../sdk/rust/src/", $file)),
+        )
+    };
+    (wit $file:literal) => {
+        (
+            concat!("wit/", $file),
+            include_str!(concat!("../../../wit/plugin/", $file)),
+        )
+    };
+}
+
 /// The SDK's files: (path in the copy, text).
 const SOURCES: &[(&str, &str)] = &[
-    ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
-    ("src/chat.rs", include_str!("../../../sdk/rust/src/chat.rs")),
-    (
-        "src/commands.rs",
-        include_str!("../../../sdk/rust/src/commands.rs"),
-    ),
-    (
-        "src/error.rs",
-        include_str!("../../../sdk/rust/src/error.rs"),
-    ),
-    (
-        "src/hooks.rs",
-        include_str!("../../../sdk/rust/src/hooks.rs"),
-    ),
-    ("src/host.rs", include_str!("../../../sdk/rust/src/host.rs")),
-    ("src/http.rs", include_str!("../../../sdk/rust/src/http.rs")),
-    (
-        "src/memory.rs",
-        include_str!("../../../sdk/rust/src/memory.rs"),
-    ),
-    (
-        "src/skins.rs",
-        include_str!("../../../sdk/rust/src/skins.rs"),
-    ),
-    (
-        "src/tests.rs",
-        include_str!("../../../sdk/rust/src/tests.rs"),
-    ),
-    ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
-    ("wit/host.wit", include_str!("../../../wit/plugin/host.wit")),
-    (
-        "wit/exports.wit",
-        include_str!("../../../wit/plugin/exports.wit"),
-    ),
-    (
-        "wit/types.wit",
-        include_str!("../../../wit/plugin/types.wit"),
-    ),
-    ("wit/chat.wit", include_str!("../../../wit/plugin/chat.wit")),
-    (
-        "wit/deps/io.wit",
-        include_str!("../../../wit/plugin/deps/io.wit"),
-    ),
+    embedded!(src "lib.rs"),
+    embedded!(src "chat.rs"),
+    embedded!(src "commands.rs"),
+    embedded!(src "error.rs"),
+    embedded!(src "hooks.rs"),
+    embedded!(src "host.rs"),
+    embedded!(src "http.rs"),
+    embedded!(src "memory.rs"),
+    embedded!(src "skins.rs"),
+    embedded!(src "tests.rs"),
+    embedded!(src "tool.rs"),
+    embedded!(wit "host.wit"),
+    embedded!(wit "exports.wit"),
+    embedded!(wit "types.wit"),
+    embedded!(wit "chat.wit"),
+    embedded!(wit "deps/io.wit"),
 ];
 
 /// The SDK's manifest and the workspace's, whose versions it inherits.

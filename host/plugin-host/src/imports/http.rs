@@ -41,7 +41,7 @@ pub(crate) struct HttpPolicy {
     pub(crate) log: PluginLog,
     pub(crate) secrets: PluginSecrets,
     pub(crate) egress: Egress,
-    /// The refusals of this instance, which its call's error repeats: the
+    /// The refusals of this instance's current call, which its error repeats: the
     /// JavaScript and Python runtimes replace the reason with their own
     /// words ("NetworkError…", "URLError…").
     pub(crate) refused: Refusals,
@@ -57,11 +57,17 @@ pub(crate) struct Refusals(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 impl Refusals {
     fn push(&self, message: &str) {
         if let Ok(mut refused) = self.0.lock() {
-            // One line per distinct refusal, and a few are enough (a kept
-            // instance lives long).
+            // One line per distinct refusal, and a few are enough.
             if !refused.iter().any(|m| m == message) && refused.len() < MAX_REFUSALS_SHOWN {
                 refused.push(message.to_owned());
             }
+        }
+    }
+
+    /// Forgets earlier calls' refusals: a kept instance starts each call anew.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut refused) = self.0.lock() {
+            refused.clear();
         }
     }
 

@@ -247,6 +247,7 @@ impl ToolInstance {
         let timeout = shared.timeout();
         let store = &mut self.prepared.store;
         store.data_mut().host.deadline = Instant::now() + timeout;
+        store.data().http_policy.refused.clear();
         store.set_epoch_deadline(1);
         let provider = self.bindings.talaria_plugin_tool_provider();
         let context = &self.context;

@@ -433,6 +433,17 @@ async fn outgoing_http_is_checked_against_the_network_grants() {
         "{out:?}"
     );
     assert!(out.content.contains(&missing), "{out:?}");
+    // A kept instance starts each call anew: a later failure that had no
+    // refusal does not repeat an earlier call's.
+    let mut kept = f.plugin.instantiate(Some(&f.cwd)).await.unwrap();
+    let fetch = |url: &str| json!({ "url": url, "fail": true }).to_string();
+    let refused = kept.call("http_get", &fetch(&url)).await.unwrap_err();
+    assert!(refused.to_string().contains(&missing), "{refused}");
+    let failed = kept
+        .call("http_get", &fetch("not a url"))
+        .await
+        .unwrap_err();
+    assert!(!failed.to_string().contains("the host refused"), "{failed}");
     f.assert_still_works("s").await;
 }
 
