@@ -14,6 +14,7 @@ use wasmtime_wasi_http::WasiHttpCtx;
 use crate::cache::error_text;
 use crate::error::CallError;
 use crate::imports::http::HttpPolicy;
+use crate::imports::net::Refusals;
 use crate::log::{CapturedOutput, LogSource, MAX_OUTPUT_BYTES_PER_CALL};
 use crate::sandbox::Sandbox;
 use crate::state::{HostCtx, MemoryLimiter, PluginShared, PluginState};
@@ -50,8 +51,10 @@ pub(crate) fn prepare(
     let shared = inv.shared;
     let stdout = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
     let stderr = CapturedOutput::new(MAX_OUTPUT_BYTES_PER_CALL);
+    // One record of refusals for the instance's sockets and HTTP requests.
+    let refused = Refusals::default();
     let wasi = sandbox
-        .wasi_ctx(shared, &stdout, &stderr)
+        .wasi_ctx(shared, &stdout, &stderr, &refused)
         .map_err(|message| CallError::Host {
             plugin: shared.name.clone(),
             message,
@@ -65,7 +68,7 @@ pub(crate) fn prepare(
             log: shared.log.clone(),
             secrets: shared.secrets.clone(),
             egress: shared.egress.clone(),
-            refused: crate::imports::http::Refusals::default(),
+            refused,
         },
         table: ResourceTable::new(),
         limiter: MemoryLimiter::new(shared.memory_limit_bytes()),

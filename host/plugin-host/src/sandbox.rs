@@ -1,12 +1,13 @@
 //! Capability enforcement through WASI: filesystem preopens of the granted
 //! directories only, no inherited environment, no stdin, captured stdout and
-//! stderr, and sockets checked against the granted `host:port` patterns.
+//! stderr, and sockets checked against the granted `host:port` patterns (a
+//! refused address is logged and repeated by the call's error).
 
 use std::path::{Path, PathBuf};
 
-use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+use crate::imports::net::{Refusals, socket_check};
 use crate::log::{CapturedOutput, LogLevel, LogSource};
 use crate::state::PluginShared;
 use talaria_plugin_manifest::Access;
@@ -140,12 +141,14 @@ impl Sandbox {
         }
     }
 
-    /// A fresh WASI context for one instance; guest output goes to `stdout`/`stderr`.
+    /// A fresh WASI context for one instance; guest output goes to
+    /// `stdout`/`stderr`, refused socket addresses to `refused`.
     pub(crate) fn wasi_ctx(
         &self,
         plugin: &PluginShared,
         stdout: &CapturedOutput,
         stderr: &CapturedOutput,
+        refused: &Refusals,
     ) -> Result<WasiCtx, String> {
         let mut builder = WasiCtxBuilder::new();
         builder.stdout(stdout.clone()).stderr(stderr.clone());
@@ -169,28 +172,16 @@ impl Sandbox {
                 .allow_udp(false)
                 .allow_ip_name_lookup(false);
         } else {
-            let net = plugin.net.clone();
             builder
                 .allow_tcp(true)
                 .allow_udp(true)
                 .allow_ip_name_lookup(true)
-                .socket_addr_check(move |addr, usage| {
-                    let net = net.clone();
-                    // The check may resolve host names; run it as a task so
-                    // the returned future only holds a join handle.
-                    let check = tokio::spawn(async move {
-                        match usage {
-                            // Implicit or ephemeral binds (needed to connect).
-                            SocketAddrUse::TcpBind | SocketAddrUse::UdpBind => addr.port() == 0,
-                            // No servers.
-                            SocketAddrUse::TcpListen | SocketAddrUse::TcpAccept => false,
-                            SocketAddrUse::TcpConnect
-                            | SocketAddrUse::UdpSend
-                            | SocketAddrUse::UdpReceive => net.allows(addr).await,
-                        }
-                    });
-                    Box::pin(async move { check.await.unwrap_or(false) })
-                });
+                .socket_addr_check(socket_check(
+                    &plugin.name,
+                    &plugin.net,
+                    &plugin.log,
+                    refused,
+                ));
         }
         Ok(builder.build())
     }

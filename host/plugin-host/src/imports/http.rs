@@ -22,8 +22,8 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::imports::chat::TlsClient;
 use crate::imports::egress::{Egress, PluginSecrets};
-use crate::imports::net::NetPolicy;
-use crate::log::{LogLevel, LogSource, PluginLog};
+use crate::imports::net::{NetPolicy, Refusals, ungranted};
+use crate::log::PluginLog;
 
 /// How long connecting (and the TLS and HTTP handshakes) may take when the
 /// guest sets no limit; the call's own deadline still applies.
@@ -41,44 +41,9 @@ pub(crate) struct HttpPolicy {
     pub(crate) log: PluginLog,
     pub(crate) secrets: PluginSecrets,
     pub(crate) egress: Egress,
-    /// The refusals of this instance's current call, which its error repeats: the
-    /// JavaScript and Python runtimes replace the reason with their own
-    /// words ("NetworkError…", "URLError…").
+    /// The refusals of this instance's current call (its sockets' too),
+    /// which its error repeats.
     pub(crate) refused: Refusals,
-}
-
-/// Most refusals a call's error repeats.
-const MAX_REFUSALS_SHOWN: usize = 3;
-
-/// The refusals of one instance's requests, oldest first.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Refusals(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-impl Refusals {
-    fn push(&self, message: &str) {
-        if let Ok(mut refused) = self.0.lock() {
-            // One line per distinct refusal, and a few are enough.
-            if !refused.iter().any(|m| m == message) && refused.len() < MAX_REFUSALS_SHOWN {
-                refused.push(message.to_owned());
-            }
-        }
-    }
-
-    /// Forgets earlier calls' refusals: a kept instance starts each call anew.
-    pub(crate) fn clear(&self) {
-        if let Ok(mut refused) = self.0.lock() {
-            refused.clear();
-        }
-    }
-
-    /// `text` followed by what the host refused during the call, if anything.
-    pub(crate) fn explain(&self, text: String) -> String {
-        let refused = self.0.lock().map(|r| r.clone()).unwrap_or_default();
-        if refused.is_empty() {
-            return text;
-        }
-        format!("{text} (the host {})", refused.join("; "))
-    }
 }
 
 type Sent = Box<
@@ -119,29 +84,16 @@ impl Target {
 /// error: the guest reads the reason after [`DENIED_PREFIX`].
 fn refusal(log: &PluginLog, refused: &Refusals, uri: &http::Uri, reason: &str) -> Error {
     let message = format!("refused HTTP request to {uri}: {reason}");
-    log.push(LogLevel::Warn, LogSource::Host, &message);
-    refused.push(&message);
+    refused.record(log, &message);
     Error::InternalError(Some(format!("{DENIED_PREFIX}{message}")))
 }
 
-/// Why a request to `host:port` is outside the grants, and what grants it.
-fn ungranted(plugin: &str, uri: &http::Uri) -> String {
-    let (host, port) = Target::of(uri).map_or_else(
-        || ("(no host)".to_owned(), 0),
-        |t| {
-            let host = if t.host.contains(':') {
-                format!("[{}]", t.host)
-            } else {
-                t.host
-            };
-            (host, t.port)
-        },
-    );
-    format!(
-        "no network grant of plugin {plugin} covers {host}:{port} (its manifest must ask for it \
-         under [capabilities] network, and the user grant it: talaria plugin grant {plugin} \
-         network:{host}:{port})"
-    )
+/// Why a request to `uri` is outside the grants, and what grants it.
+fn ungranted_request(plugin: &str, uri: &http::Uri) -> String {
+    match Target::of(uri) {
+        Some(target) => ungranted(plugin, &target.host, target.port),
+        None => ungranted(plugin, "(no host)", 0),
+    }
 }
 
 impl WasiHttpHooks for HttpPolicy {
@@ -158,7 +110,7 @@ impl WasiHttpHooks for HttpPolicy {
                 &self.log,
                 &self.refused,
                 &uri,
-                &ungranted(&self.plugin, &uri),
+                &ungranted_request(&self.plugin, &uri),
             );
             return Box::new(async move { Err(error) });
         };

@@ -285,6 +285,34 @@ async fn only_granted_addresses_can_be_reached() {
     assert!(!succeeded(&out), "{out:?}");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!accepted(&other), "the plugin reached an undeclared port");
+    // The refusal is logged with the grant it lacks, and a call that fails
+    // in its own words (as Python's urllib does) gets it appended; a kept
+    // instance starts each call anew.
+    let missing = format!(
+        "refused connection to 127.0.0.1:{other_port}: no network grant of plugin hostile covers \
+         127.0.0.1:{other_port} (its manifest must ask for it under [capabilities] network, and \
+         the user grant it: talaria plugin grant hostile network:127.0.0.1:{other_port})"
+    );
+    assert!(f.plugin.log().contains(&missing), "{:?}", f.plugin.log());
+    let connect = |addr: &str| json!({ "addr": addr, "fail": true });
+    let other_addr = format!("127.0.0.1:{other_port}");
+    let out = f.call("s", "connect", connect(&other_addr)).await;
+    assert!(out.is_error, "{out:?}");
+    assert_eq!(
+        out.content,
+        format!("ConnectionError: the connection failed (the host {missing})")
+    );
+    let mut kept = f.plugin.instantiate(Some(&f.cwd)).await.unwrap();
+    let refused = kept
+        .call("connect", &connect(&other_addr).to_string())
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains(&missing), "{refused}");
+    let failed = kept
+        .call("connect", &connect("no port").to_string())
+        .await
+        .unwrap_err();
+    assert!(!failed.to_string().contains("the host refused"), "{failed}");
 
     let out = f
         .call(

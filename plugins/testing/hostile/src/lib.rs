@@ -116,6 +116,10 @@ impl Tool for ListDir {
 pub struct ConnectArgs {
     /// `host:port` or `ip:port`.
     pub addr: String,
+    /// A failed connection fails the call, with words of its own (as
+    /// Python's `urllib` does), instead of reporting the I/O error.
+    #[serde(default)]
+    pub fail: bool,
 }
 
 /// `connect`: opens a TCP connection.
@@ -130,6 +134,11 @@ impl Tool for Connect {
     fn call(&self, args: ConnectArgs, _: &CallContext) -> Result<Value, ToolError> {
         Ok(match std::net::TcpStream::connect(&args.addr) {
             Ok(s) => json!({ "ok": true, "peer": s.peer_addr().map(|a| a.to_string()).ok() }),
+            Err(_) if args.fail => {
+                return Err(ToolError::Failed(
+                    "ConnectionError: the connection failed".into(),
+                ));
+            }
             Err(e) => io_outcome(&e),
         })
     }
