@@ -45,9 +45,10 @@ if [[ "$found" != "$componentize_js_version" ]]; then
 fi
 
 mkdir -p build
-# fetch() and the incoming-handler are not used by a tool plugin.
+# fetch() stays (outgoing HTTP through wasi:http); the incoming handler is
+# not used by a tool plugin.
 node "$package_dir/src/cli.js" src/plugin.js --wit wit --world-name tool-plugin \
-  --disable http fetch-event --out build/plugin.wasm >/dev/null
+  --disable fetch-event --out build/plugin.wasm >/dev/null
 
 # A component starts with "\0asm" and the component layer 0d 00 01 00.
 header=$(head -c 8 build/plugin.wasm | od -An -tx1 | tr -d ' \n')

@@ -4,8 +4,12 @@
 //! `target/toolchains`) builds it with `talaria plugin build`, and a one-shot
 //! conversation has the model call the plugin's tool: once with good
 //! arguments (the computed value must reach the model) and once hitting the
-//! tool's error path. The conversation runs twice in one profile home: the
-//! first compiles the component, the second loads the host's compiled cache.
+//! tool's error path. The JavaScript and Python templates also fetch a page
+//! (`page_title`): from a loopback site the user granted
+//! (`talaria plugin grant x network:127.0.0.1:PORT`), whose title must reach
+//! the model, and from another port, whose refusal must name the missing
+//! grant. The conversation runs twice in one profile home: the first compiles
+//! the component, the second loads the host's compiled cache.
 //!
 //! Built components are cached in `target/lang-plugins/<lang>/<hash>/`, keyed
 //! by the rendered template and the toolchain pins, so a warm run does not
@@ -23,7 +27,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Home, assert_code, copy_dir, stderr, stdout};
 use serde_json::Value;
 use talaria_plugin_host::{Grants, HostOptions, PluginHost, PluginTools};
-use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+use talaria_testkit::{Page, Script, ScriptedServer, Step, ToolCall, WebSite};
 use tokio_util::sync::CancellationToken;
 
 /// Longest a plugin build may take (componentize-js runs SpiderMonkey's
@@ -108,6 +112,32 @@ struct Case {
     good: (&'static str, &'static str),
     /// Arguments on the tool's error path, and what the model must read.
     bad: (&'static str, &'static str),
+    /// The template's tool that fetches the `url` it is given, if it has one.
+    fetch: Option<&'static str>,
+}
+
+/// The title of the page the fetching tools are sent to.
+const PAGE_TITLE: &str = "Plugins & the open web";
+
+/// Where the fetching tool goes: a site the plugin was granted and one it
+/// was not (each counts its visits).
+struct Sites {
+    granted: WebSite,
+    other: WebSite,
+}
+
+impl Sites {
+    fn spawn() -> Self {
+        let page = || {
+            let html = "<!doctype html><html><head>\n<title>\n  Plugins &amp; the open web\n\
+                        </title></head><body><p>A page for the plugin templates.</p></body></html>";
+            std::collections::BTreeMap::from([("/".to_owned(), Page::html(html))])
+        };
+        Self {
+            granted: WebSite::spawn(page()).unwrap(),
+            other: WebSite::spawn(page()).unwrap(),
+        }
+    }
 }
 
 /// Every file of the project, by relative path, for the cache key.
@@ -203,17 +233,27 @@ struct Conversation {
 }
 
 /// A one-shot conversation in which the model calls the tool twice (good and
-/// bad arguments); checks the results the model saw.
-fn converse(home: &Home, case: &Case) -> Conversation {
+/// bad arguments), and the fetching tool, if any, on both `sites`; checks the
+/// results the model saw.
+fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
     let work = home.workdir();
-    let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([
-            ToolCall::new(case.tool, case.good.0),
-            ToolCall::new(case.tool, case.bad.0),
-        ]),
-        Step::text("done"),
-    ]))
-    .unwrap();
+    let mut calls = vec![
+        ToolCall::new(case.tool, case.good.0),
+        ToolCall::new(case.tool, case.bad.0),
+    ];
+    let fetches = case.fetch.zip(sites);
+    if let Some((fetch, sites)) = fetches {
+        for site in [&sites.granted, &sites.other] {
+            let url = format!("{}/", site.url());
+            calls.push(ToolCall::new(
+                fetch,
+                serde_json::json!({ "url": url }).to_string(),
+            ));
+        }
+    }
+    let expected = calls.len();
+    let server =
+        ScriptedServer::spawn(Script::new([Step::tool_calls(calls), Step::text("done")])).unwrap();
     let command = home.query_in(work.path(), &server, "use the plugin", &["--json"]);
     let started = Instant::now();
     let output = run_within(
@@ -234,7 +274,7 @@ fn converse(home: &Home, case: &Case) -> Conversation {
         stderr(&output)
     );
     let results = crate::common::tool_results(&server, 1);
-    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results.len(), expected, "{results:?}");
     assert_eq!(results[0], case.good.1, "{} computed value", case.lang);
     assert!(
         results[1].contains(case.bad.1),
@@ -243,6 +283,30 @@ fn converse(home: &Home, case: &Case) -> Conversation {
         results[1],
         case.bad.1
     );
+    if let Some((fetch, sites)) = fetches {
+        // JSON from JavaScript or Python: no assumption about its spacing.
+        let page: Value = serde_json::from_str(&results[2])
+            .unwrap_or_else(|e| panic!("{} {fetch}: {e}: {:?}", case.lang, results[2]));
+        assert_eq!(page["title"], PAGE_TITLE, "{} {fetch}: {page}", case.lang);
+        assert_eq!(page["status"], 200, "{} {fetch}: {page}", case.lang);
+        let port = sites.other.port();
+        for needed in [
+            format!("no network grant of plugin x covers 127.0.0.1:{port}"),
+            format!("talaria plugin grant x network:127.0.0.1:{port}"),
+        ] {
+            assert!(
+                results[3].contains(&needed),
+                "{} {fetch} without a grant: {:?} should contain {needed:?}",
+                case.lang,
+                results[3]
+            );
+        }
+        assert!(
+            sites.other.visits().is_empty(),
+            "{} reached a port it was not granted",
+            case.lang
+        );
+    }
     let events: Vec<Value> = stdout(&output)
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
@@ -251,9 +315,11 @@ fn converse(home: &Home, case: &Case) -> Conversation {
         .iter()
         .filter(|e| e["type"] == "tool_finished")
         .collect();
-    assert_eq!(finished.len(), 2, "{events:?}");
-    assert_eq!(finished[0]["is_error"], false, "{:?}", finished[0]);
-    assert_eq!(finished[1]["is_error"], true, "{:?}", finished[1]);
+    assert_eq!(finished.len(), expected, "{events:?}");
+    // Good, bad, then (when fetching) granted, refused.
+    for (event, is_error) in finished.iter().zip([false, true, false, true]) {
+        assert_eq!(event["is_error"], is_error, "{event:?}");
+    }
     let tools_ms = finished
         .iter()
         .filter_map(|e| e["duration_ms"].as_u64())
@@ -377,14 +443,22 @@ fn check_language(case: &Case) {
     );
     let list = stdout(&crate::common::run(home.talaria(&["plugins", "list"])));
     assert!(list.contains("x 0.1.0 [tools]"), "{list}");
+    // The fetching tool's site is granted as a user would: narrower than
+    // the template's request (`*:*`).
+    let sites = case.fetch.map(|_| Sites::spawn());
+    if let Some(sites) = &sites {
+        let grant = format!("network:127.0.0.1:{}", sites.granted.port());
+        let output = crate::common::run(home.talaria(&["plugin", "grant", "x", &grant]));
+        assert_code(&output, 0);
+    }
 
-    let first = converse(&home, case);
+    let first = converse(&home, case, sites.as_ref());
     let after_first = compiled(&home);
     assert_eq!(
         after_first, after_install,
         "the first run loaded what the install compiled"
     );
-    let second = converse(&home, case);
+    let second = converse(&home, case, sites.as_ref());
     assert_eq!(
         compiled(&home),
         after_first,
@@ -427,6 +501,7 @@ fn a_javascript_plugin_from_the_template_serves_the_model() {
             r#"{"text":42}"#,
             "invalid arguments: text is required and must be a string",
         ),
+        fetch: Some("page_title"),
     });
 }
 
@@ -443,6 +518,7 @@ fn a_python_plugin_from_the_template_serves_the_model() {
             r#"{"text":"x","separator":"/"}"#,
             "invalid arguments: separator must be one of '-', '_', '.'",
         ),
+        fetch: Some("page_title"),
     });
 }
 
@@ -460,5 +536,7 @@ fn a_zig_plugin_from_the_template_serves_the_model() {
             r#"{"text":"hi","algorithm":"md5"}"#,
             "invalid arguments: unknown algorithm md5; use one of crc32, adler32, fnv1a32",
         ),
+        // The Zig template has no HTTP client.
+        fetch: None,
     });
 }

@@ -1,8 +1,11 @@
-// A Talaria tool plugin in JavaScript: one tool, `word_count`.
+// A Talaria tool plugin in JavaScript: two tools, `word_count` (pure
+// computation) and `page_title` (outgoing HTTP with `fetch`).
 //
 // componentize-js turns this ES module into a component of the world
 // `tool-plugin` (see wit/). The `tool-provider` interface is the exported
 // object `toolProvider`; host interfaces are imported by their WIT names.
+// A tool's `call` may be `async`: componentize-js runs the event loop until
+// the promise `callTool` returns settles.
 
 import { log } from 'talaria:plugin/log@0.1.2';
 
@@ -48,11 +51,17 @@ function trimPunctuation(token) {
   return chars.slice(start, end).join('');
 }
 
-function wordCount(args) {
-  const unknown = Object.keys(args).filter((key) => !(key in wordCountSchema.properties));
+// Refuses arguments the schema of tool `name` does not list.
+function checkKnown(name, schema, args) {
+  const unknown = Object.keys(args).filter((key) => !(key in schema.properties));
   if (unknown.length > 0) {
-    throw invalid(`unknown argument(s) ${unknown.join(', ')}; word_count takes text, min_length`);
+    const known = Object.keys(schema.properties).join(', ');
+    throw invalid(`unknown argument(s) ${unknown.join(', ')}; ${name} takes ${known}`);
   }
+}
+
+function wordCount(args) {
+  checkKnown('word_count', wordCountSchema, args);
   if (typeof args.text !== 'string') {
     throw invalid('text is required and must be a string');
   }
@@ -68,11 +77,68 @@ function wordCount(args) {
   return { words: words.length, unique };
 }
 
+const pageTitleSchema = {
+  type: 'object',
+  properties: {
+    url: { type: 'string', description: 'The http:// or https:// URL of the page.' },
+  },
+  required: ['url'],
+  additionalProperties: false,
+};
+
+// How much of a page without a <title> the result shows.
+const START_LENGTH = 200;
+
+// The few character references a title usually holds.
+const ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+function decodeEntities(text) {
+  return text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, ref) => {
+    if (ref[0] === '#') {
+      const code = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    }
+    return ENTITIES[ref.toLowerCase()] ?? whole;
+  });
+}
+
+// Outgoing HTTP: `fetch` goes through the host, which lets a request through
+// only to a host:port the user granted (plugin.toml asks for it under
+// [capabilities] network). A refused request fails like a network error
+// ("NetworkError when attempting to fetch resource."); the host then adds
+// its reason, naming the missing grant, to the error this tool throws.
+async function pageTitle(args) {
+  checkKnown('page_title', pageTitleSchema, args);
+  if (typeof args.url !== 'string' || !/^https?:\/\/[^/]/i.test(args.url)) {
+    throw invalid('url is required and must be an http:// or https:// URL');
+  }
+  let response;
+  let body;
+  try {
+    response = await fetch(args.url);
+    body = await response.text();
+  } catch (error) {
+    throw new ToolError('failed', `fetching ${args.url} failed: ${error.message}`);
+  }
+  const found = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(body);
+  if (found !== null) {
+    const title = decodeEntities(found[1]).replace(/\s+/g, ' ').trim();
+    return { url: args.url, status: response.status, title };
+  }
+  return { url: args.url, status: response.status, start: body.slice(0, START_LENGTH) };
+}
+
 const tools = {
   word_count: {
     description: 'Counts the words in a text, and how many of them are different',
     parameters: wordCountSchema,
     call: wordCount,
+  },
+  page_title: {
+    description:
+      'Fetches a web page and returns its HTTP status and <title> (or the start of the body when it has none)',
+    parameters: pageTitleSchema,
+    call: pageTitle,
   },
 };
 
@@ -86,8 +152,9 @@ export const toolProvider = {
     }));
   },
 
-  // Returns the result as JSON text; a thrown ToolError becomes the call's error.
-  callTool(name, argumentsJson, context) {
+  // Returns the result as JSON text; a thrown ToolError becomes the call's
+  // error. Async, so a tool's `call` may await (fetch); a sync one works too.
+  async callTool(name, argumentsJson, context) {
     const tool = tools[name];
     if (tool === undefined) {
       throw invalid(`no tool ${name}; this plugin has ${Object.keys(tools).join(', ')}`);
@@ -105,6 +172,6 @@ export const toolProvider = {
       throw invalid('arguments must be a JSON object');
     }
     log('debug', `${name} called (call ${context.callId})`);
-    return JSON.stringify(tool.call(args));
+    return JSON.stringify(await tool.call(args));
   },
 };

@@ -727,6 +727,30 @@ mod tests {
         }
     }
 
+    /// The JavaScript and Python tool templates fetch pages out of the box:
+    /// their manifests ask for the network (a user grants hosts narrower
+    /// than that), componentize-js keeps `fetch`, and `app.py` imports the
+    /// codec urllib's name lookup needs before anything else.
+    #[test]
+    fn the_js_and_python_templates_can_reach_the_network() {
+        let text = |lang: Lang, path: &str| {
+            let template = lang.template().unwrap();
+            template.files.iter().find(|f| f.path == path).unwrap().text
+        };
+        for lang in [Lang::Js, Lang::Python] {
+            let manifest = Manifest::parse(text(lang, "plugin.toml"), Path::new("plugin.toml"));
+            assert_eq!(manifest.unwrap().capabilities.network, ["*:*"], "{lang}");
+        }
+        let build = text(Lang::Js, "build.sh");
+        assert!(build.contains("--disable fetch-event") && !build.contains(" http "));
+        let first_import = text(Lang::Python, "app.py")
+            .lines()
+            .find(|line| line.starts_with("import ") || line.starts_with("from "));
+        assert_eq!(first_import, Some("import encodings.idna  # noqa: F401"));
+        let zig = Manifest::parse(text(Lang::Zig, "plugin.toml"), Path::new("plugin.toml"));
+        assert!(zig.unwrap().capabilities.network.is_empty());
+    }
+
     #[test]
     fn kinds_parse_back_and_rust_and_python_have_adapter_templates() {
         for kind in Kind::ALL {
