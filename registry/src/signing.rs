@@ -74,8 +74,10 @@ impl SecretKey {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(path).map_err(RegistryError::io(path))?;
         file.write_all(
-            format!("# Talaria index signing key: secret, keep it out of the index.\n{text}")
-                .as_bytes(),
+            format!(
+                "# Talaria signing key: secret, keep it out of indexes and distributions.\n{text}"
+            )
+            .as_bytes(),
         )
         .map_err(RegistryError::io(path))
     }
@@ -91,6 +93,12 @@ impl SecretKey {
             id: self.id.clone(),
             ed25519: BASE64.encode(self.key.verifying_key().to_bytes()),
         }
+    }
+
+    /// Signs `message` (for what is not an index entry: a distribution's compiled plugins);
+    /// the signature in base64.
+    pub fn sign_message(&self, message: &[u8]) -> String {
+        BASE64.encode(self.key.sign(message).to_bytes())
     }
 
     /// Signs `entry` of `plugin`.

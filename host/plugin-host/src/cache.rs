@@ -12,12 +12,11 @@
 //! its component and replaced; it is never loaded.
 //!
 //! Prebuilt directories are written by `talaria dist build` into the
-//! distribution, next to the binary, where the agent's commands cannot write
-//! (whoever can could replace the binary itself); they hold plain compiled
-//! files listed with their BLAKE3 digests in [`PREBUILT_DIGESTS`] (`b3sum`'s
-//! format). A file is loaded from there only when its bytes match its listed
-//! digest; that catches damage and stray files, not a writer of the install
-//! dir, which is out of reach of the sandbox by where it is.
+//! distribution, next to the binary, where the agent's commands cannot write;
+//! [`crate::prebuilt`] checks them (digests, and the distribution's signature).
+//! A runtime-only host (built without the `compiler` feature) has no
+//! compatibility hash to name files with: it takes any listed compiled form of
+//! the component, which wasmtime refuses when it does not fit this engine.
 //!
 //! Hashing a component means reading all of it (megabytes) on every start, so the digest is
 //! remembered per source file in `<cache_dir>/sources/`, keyed by the file's path and checked
@@ -25,10 +24,7 @@
 //! all, only its compiled form. A memo carries a MAC too: a forged one could otherwise point a
 //! plugin at another plugin's (validly sealed) compiled form.
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -36,21 +32,23 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::imports::kv::{hex, write_atomically, write_atomically_shared};
-use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
+#[cfg(feature = "compiler")]
+use crate::mac::seal;
+use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, unseal};
+use crate::prebuilt::{PREBUILT_DIGESTS, PrebuiltDir};
 use talaria_plugin_manifest::files::{read_regular, require_regular};
 
 /// Where Extism modules' tool lists are kept, in the cache directory.
 #[cfg(feature = "extism")]
 const DESCRIBED_DIR: &str = "described";
 
-/// The digest list of a prebuilt directory: `<blake3 hex>  <file name>` per line.
-pub const PREBUILT_DIGESTS: &str = "B3SUMS";
-
 /// Feeds `Hash` output into SHA-256, so the engine's compatibility hash is
 /// stable across processes (unlike `DefaultHasher`, whose keys may change).
+#[cfg(feature = "compiler")]
 struct Sha256Hasher(Sha256);
 
-impl Hasher for Sha256Hasher {
+#[cfg(feature = "compiler")]
+impl std::hash::Hasher for Sha256Hasher {
     fn finish(&self) -> u64 {
         let digest = self.0.clone().finalize();
         let mut first = [0u8; 8];
@@ -70,41 +68,13 @@ pub(crate) struct Counters {
     pub(crate) cache_hits: AtomicU64,
 }
 
-/// A distribution's directory of compiled components and its digest list (read once).
-#[derive(Debug)]
-struct PrebuiltDir {
-    dir: PathBuf,
-    digests: OnceLock<HashMap<String, blake3::Hash>>,
-}
-
-impl PrebuiltDir {
-    fn digests(&self) -> &HashMap<String, blake3::Hash> {
-        self.digests.get_or_init(|| {
-            let text = read_regular(&self.dir.join(PREBUILT_DIGESTS))
-                .map(|(bytes, _)| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default();
-            text.lines()
-                .filter_map(|line| {
-                    let (digest, name) = line.split_once("  ")?;
-                    Some((name.to_owned(), blake3::Hash::from_hex(digest).ok()?))
-                })
-                .collect()
-        })
-    }
-
-    /// The compiled file `name` if it is listed and its bytes match the list.
-    fn verified(&self, name: &str) -> Option<Vec<u8>> {
-        let expected = self.digests().get(name)?;
-        let (bytes, _) = read_regular(&self.dir.join(name)).ok()?;
-        (blake3::hash(&bytes) == *expected).then_some(bytes)
-    }
-}
-
 #[derive(Debug)]
 pub(crate) struct CompileCache {
     dir: PathBuf,
     prebuilt: Vec<PrebuiltDir>,
-    engine_hash: String,
+    /// The engine's compatibility hash, in every compiled file's name; none in a runtime-only
+    /// host, which cannot compute it.
+    engine_hash: Option<String>,
     key: CacheKey,
     pub(crate) counters: Counters,
 }
@@ -130,20 +100,27 @@ impl CompileCache {
         dir: PathBuf,
         key_file: PathBuf,
         prebuilt: Vec<PathBuf>,
+        prebuilt_key: Option<String>,
         engine: &Engine,
     ) -> std::io::Result<Self> {
         create_private_dir(&dir)?;
-        let mut hasher = Sha256Hasher(Sha256::new());
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_hash = format!("{:016x}", hasher.finish());
+        #[cfg(feature = "compiler")]
+        let engine_hash = {
+            use std::hash::{Hash as _, Hasher as _};
+            let mut hasher = Sha256Hasher(Sha256::new());
+            engine.precompile_compatibility_hash().hash(&mut hasher);
+            Some(format!("{:016x}", hasher.finish()))
+        };
+        #[cfg(not(feature = "compiler"))]
+        let engine_hash = {
+            let _ = engine;
+            None
+        };
         Ok(Self {
             dir,
             prebuilt: prebuilt
                 .into_iter()
-                .map(|dir| PrebuiltDir {
-                    dir,
-                    digests: OnceLock::new(),
-                })
+                .map(|dir| PrebuiltDir::new(dir, prebuilt_key.clone()))
                 .collect(),
             engine_hash,
             key: CacheKey::new(key_file),
@@ -152,9 +129,11 @@ impl CompileCache {
     }
 
     /// The file name of the compiled form, for this engine, of the component whose SHA-256 is
-    /// `digest` (hex).
-    fn file_name(&self, digest: &str) -> String {
-        format!("{digest}-{}.cwasm", self.engine_hash)
+    /// `digest` (hex); none in a runtime-only host.
+    fn file_name(&self, digest: &str) -> Option<String> {
+        self.engine_hash
+            .as_ref()
+            .map(|hash| format!("{digest}-{hash}.cwasm"))
     }
 
     /// The component in the file at `path`, from the cache when possible; the file is read
@@ -175,7 +154,7 @@ impl CompileCache {
         require_regular(&metadata).map_err(LoadFileError::Read)?;
         if let Some(key) = self.key.existing()
             && let Some(digest) = remembered_digest(&key, &memo, path, &file_stamp(&metadata))
-            && let Some(found) = self.find_compiled(engine, &self.file_name(&digest))
+            && let Some(found) = self.find_compiled(engine, &digest)
         {
             return Ok(found);
         }
@@ -191,14 +170,26 @@ impl CompileCache {
             .map_err(LoadFileError::Compile)
     }
 
-    /// The compiled form named `name` from the profile cache (if its MAC verifies) or a
-    /// prebuilt dir (if its digest matches the list), if one loads.
-    fn find_compiled(&self, engine: &Engine, name: &str) -> Option<(Component, Origin)> {
-        let path = self.dir.join(name);
+    /// The compiled form of the component whose SHA-256 is `digest`: from the profile cache (if
+    /// its MAC verifies) or a prebuilt dir (if it is listed there and its bytes match), if one
+    /// loads.
+    fn find_compiled(&self, engine: &Engine, digest: &str) -> Option<(Component, Origin)> {
+        let Some(name) = self.file_name(digest) else {
+            // Runtime-only: nothing is compiled into the profile; any listed form of the
+            // component may fit this engine (wasmtime checks that it does).
+            let prefix = format!("{digest}-");
+            return self.prebuilt.iter().find_map(|prebuilt| {
+                prebuilt
+                    .names_starting(&prefix)
+                    .iter()
+                    .find_map(|name| self.load_prebuilt(engine, prebuilt, name))
+            });
+        };
+        let path = self.dir.join(&name);
         if let Some(key) = self.key.existing()
             && let Ok((sealed, _)) = read_regular(&path)
         {
-            match unseal(&key, Purpose::Compiled, name, &sealed)
+            match unseal(&key, Purpose::Compiled, &name, &sealed)
                 .map(|body| deserialize_verified(engine, body))
             {
                 Some(Ok(component)) => {
@@ -212,12 +203,21 @@ impl CompileCache {
                 }
             }
         }
-        self.prebuilt.iter().find_map(|prebuilt| {
-            let bytes = prebuilt.verified(name)?;
-            let component = deserialize_verified(engine, &bytes).ok()?;
-            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-            Some((component, Origin::Cached))
-        })
+        self.prebuilt
+            .iter()
+            .find_map(|prebuilt| self.load_prebuilt(engine, prebuilt, &name))
+    }
+
+    fn load_prebuilt(
+        &self,
+        engine: &Engine,
+        prebuilt: &PrebuiltDir,
+        name: &str,
+    ) -> Option<(Component, Origin)> {
+        let bytes = prebuilt.verified(name)?;
+        let component = deserialize_verified(engine, &bytes).ok()?;
+        self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+        Some((component, Origin::Cached))
     }
 
     /// The component `wasm`, whose SHA-256 is `digest`, from the cache or compiled now.
@@ -229,10 +229,40 @@ impl CompileCache {
         before_compile: &dyn Fn(u64),
     ) -> Result<(Component, Origin), String> {
         // One hash of the component names it in both the profile cache and the prebuilt dirs.
-        let name = self.file_name(digest);
-        if let Some(found) = self.find_compiled(engine, &name) {
+        if let Some(found) = self.find_compiled(engine, digest) {
             return Ok(found);
         }
+        #[cfg(not(feature = "compiler"))]
+        {
+            let _ = (wasm, before_compile);
+            Err(self.cannot_compile())
+        }
+        #[cfg(feature = "compiler")]
+        self.compile(engine, wasm, digest, before_compile)
+    }
+
+    /// Why a runtime-only host has no compiled form to load.
+    #[cfg(not(feature = "compiler"))]
+    fn cannot_compile(&self) -> String {
+        let mut text = "this Talaria cannot compile plugins (a runtime-only distribution): it \
+                        runs only those compiled when the distribution was built, and this \
+                        component is not among them"
+            .to_owned();
+        for reason in self.prebuilt.iter().filter_map(PrebuiltDir::refused) {
+            text.push_str(&format!(" ({reason})"));
+        }
+        text
+    }
+
+    #[cfg(feature = "compiler")]
+    fn compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        digest: &str,
+        before_compile: &dyn Fn(u64),
+    ) -> Result<(Component, Origin), String> {
+        let name = self.file_name(digest).unwrap_or_default();
         before_compile(u64::try_from(wasm.len()).unwrap_or(u64::MAX));
         let compiled = engine
             .precompile_component(wasm)

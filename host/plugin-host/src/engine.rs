@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances. Calls yield to the async executor once per
 /// tick, which is what makes timeouts and cancellation prompt.
@@ -27,11 +27,15 @@ fn config(pooling: bool) -> Config {
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
-        .cranelift_opt_level(OptLevel::Speed)
-        .parallel_compilation(true)
         // A guest's own stack; the fiber stack that hosts it is larger.
         .max_wasm_stack(1 << 20)
         .async_stack_size(2 << 20);
+    // A runtime-only engine loads code compiled by an engine with this same configuration (and
+    // these same wasmtime features), which `talaria dist build` makes sure of.
+    #[cfg(feature = "compiler")]
+    config
+        .cranelift_opt_level(wasmtime::OptLevel::Speed)
+        .parallel_compilation(true);
     if pooling {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(POOL_INSTANCES)

@@ -97,6 +97,7 @@ impl PluginHost {
             options.cache_dir.clone(),
             options.cache_key_file.clone(),
             options.prebuilt_dirs.clone(),
+            options.prebuilt_key.clone(),
             &engine,
         )
         .map_err(|source| HostError::Io {
@@ -329,7 +330,8 @@ impl PluginHost {
     }
 }
 
-#[cfg(test)]
+// Compiles a component.
+#[cfg(all(test, feature = "compiler"))]
 mod tests {
     #![allow(clippy::unwrap_used)]
 

@@ -46,12 +46,17 @@ mod loaded;
 mod log;
 mod mac;
 mod options;
+mod prebuilt;
 mod resident;
 mod runtime;
 mod sandbox;
 mod state;
 
-pub use crate::cache::PREBUILT_DIGESTS;
+pub use crate::prebuilt::{PREBUILT_DIGESTS, PREBUILT_SIGNATURE, prebuilt_signed_message};
+
+/// Whether this build compiles plugins (the `compiler` feature); without it only components
+/// compiled at a distribution's build load.
+pub const CAN_COMPILE: bool = cfg!(feature = "compiler");
 pub use crate::engine::{EPOCH_TICK, POOLING_ENV, uses_pooling};
 pub use crate::error::{CallError, HostError, LoadError};
 pub use crate::failures::DISABLE_AFTER_FAILURES;

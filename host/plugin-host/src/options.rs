@@ -38,6 +38,9 @@ pub struct HostOptions {
     /// `talaria dist build` (a distribution's `plugins/.compiled`), consulted
     /// after `cache_dir`. Never written at run time.
     pub prebuilt_dirs: Vec<PathBuf>,
+    /// The distribution's ed25519 public key (base64): when set, a prebuilt
+    /// directory is used only if its digest list is signed with it.
+    pub prebuilt_key: Option<String>,
     /// A PEM file of CA certificates that chat adapters' `tls-connect`
     /// trusts besides the webpki roots and the system's (which honour
     /// `SSL_CERT_FILE` and `SSL_CERT_DIR`).
@@ -81,6 +84,7 @@ impl HostOptions {
             sessions: None,
             editor: None,
             prebuilt_dirs: Vec::new(),
+            prebuilt_key: None,
             tls_ca_file: None,
             resolver: None,
             secrets: None,
@@ -123,6 +127,13 @@ impl HostOptions {
     /// The same options with ahead-of-time compiled components from `dirs`.
     pub fn with_prebuilt_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
         self.prebuilt_dirs = dirs;
+        self
+    }
+
+    /// The same options with prebuilt directories trusted only when signed by `key` (an
+    /// ed25519 public key in base64), or checked by digest alone when `None`.
+    pub fn with_prebuilt_key(mut self, key: Option<String>) -> Self {
+        self.prebuilt_key = key;
         self
     }
 

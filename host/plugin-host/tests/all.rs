@@ -1,6 +1,10 @@
 //! Every integration test of this crate, in one binary (each test binary links
 //! the whole dependency tree; one per crate keeps builds and CI short).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// test helpers outside #[test] fns
+// Every test compiles components; a runtime-only build is tested through a distribution
+// (tests/all/dist.rs of the talaria package).
+#![cfg(feature = "compiler")]
 
 mod common;
 

@@ -15,6 +15,7 @@ pub fn cache_options(home: &ProfileHome) -> HostOptions {
     HostOptions::new(home.plugin_cache_dir(), home.plugin_data_dir())
         .with_cache_key_file(home.plugin_cache_key_file())
         .with_prebuilt_dirs(crate::plugins::prebuilt_dirs())
+        .with_prebuilt_key(crate::plugins::DISTRIBUTION_KEY.map(str::to_owned))
 }
 
 /// What compiling ahead did.

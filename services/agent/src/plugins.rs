@@ -109,6 +109,11 @@ pub fn prebuilt_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The ed25519 public key (base64) of the distribution this binary was built for: `talaria
+/// dist build` sets `TALARIA_DIST_KEY` when it compiles the binary, and the plugins it compiled
+/// then load only when their digest list is signed with that key. Unset in other builds.
+pub const DISTRIBUTION_KEY: Option<&str> = option_env!("TALARIA_DIST_KEY");
+
 /// The directory name of compiled components inside a distribution's plugin dir.
 pub const PREBUILT_DIR: &str = ".compiled";
 

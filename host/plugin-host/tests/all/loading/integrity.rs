@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::common::*;
 use talaria_plugin_host::{
-    Grants, HostOptions, LoadError, LoadedPlugin, PREBUILT_DIGESTS, PluginHost, PluginTools,
+    Grants, HostOptions, LoadError, LoadedPlugin, PREBUILT_DIGESTS, PREBUILT_SIGNATURE, PluginHost,
+    PluginTools, prebuilt_signed_message,
 };
 
 /// The compiled components in a cache directory, by file name.
@@ -214,6 +215,72 @@ async fn prebuilt_files_load_only_when_they_match_their_digest_list() {
     assert!(
         !host
             .load(&noop_dir(), &Grants::none())
+            .await
+            .unwrap()
+            .from_cache()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_distribution_key_prebuilt_files_load_only_under_its_signature() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use ed25519_dalek::{Signer as _, SigningKey};
+
+    let root = tempfile::tempdir().unwrap();
+    let builder = host(root.path());
+    builder.load(&noop_dir(), &Grants::none()).await.unwrap();
+    let prebuilt = root.path().join("dist/.compiled");
+    builder.export_prebuilt(&prebuilt).unwrap();
+    let list_path = prebuilt.join(PREBUILT_DIGESTS);
+    let list = std::fs::read(&list_path).unwrap();
+    let signing = SigningKey::from_bytes(&[7; 32]);
+    let sign = |list: &[u8]| BASE64.encode(signing.sign(&prebuilt_signed_message(list)).to_bytes());
+    std::fs::write(prebuilt.join(PREBUILT_SIGNATURE), sign(&list)).unwrap();
+    let public = |key: &SigningKey| BASE64.encode(key.verifying_key().to_bytes());
+
+    let loads_prebuilt = |n: u32, key: String| {
+        let options = HostOptions::new(
+            root.path().join(format!("profile{n}/cache")),
+            root.path().join("data"),
+        )
+        .with_prebuilt_dirs(vec![prebuilt.clone()])
+        .with_prebuilt_key(Some(key));
+        async move {
+            let host = PluginHost::new(options).unwrap();
+            let loaded = host.load(&noop_dir(), &Grants::none()).await.unwrap();
+            loaded.from_cache() && host.cache_stats().compiled == 0
+        }
+    };
+    assert!(loads_prebuilt(1, public(&signing)).await);
+    // Another distribution's key: compiled instead, never loaded.
+    assert!(!loads_prebuilt(2, public(&SigningKey::from_bytes(&[8; 32]))).await);
+    // A key that is not one.
+    assert!(!loads_prebuilt(3, "not a key".to_owned()).await);
+    // A list changed after signing (a line for a planted file).
+    let mut planted = list.clone();
+    planted.extend_from_slice(format!("{}  planted.cwasm\n", "0".repeat(64)).as_bytes());
+    std::fs::write(&list_path, &planted).unwrap();
+    assert!(!loads_prebuilt(4, public(&signing)).await);
+    // A signature made for other bytes than this list's message.
+    std::fs::write(&list_path, &list).unwrap();
+    std::fs::write(
+        prebuilt.join(PREBUILT_SIGNATURE),
+        BASE64.encode(signing.sign(&list).to_bytes()),
+    )
+    .unwrap();
+    assert!(!loads_prebuilt(5, public(&signing)).await);
+    // No signature at all.
+    std::fs::remove_file(prebuilt.join(PREBUILT_SIGNATURE)).unwrap();
+    assert!(!loads_prebuilt(6, public(&signing)).await);
+    // Without a key the digests alone decide, as before.
+    let host = PluginHost::new(
+        HostOptions::new(root.path().join("profile7/cache"), root.path().join("data"))
+            .with_prebuilt_dirs(vec![prebuilt.clone()]),
+    )
+    .unwrap();
+    assert!(
+        host.load(&noop_dir(), &Grants::none())
             .await
             .unwrap()
             .from_cache()
