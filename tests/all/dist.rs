@@ -1,8 +1,11 @@
 //! Slim distributions: `talaria dist build` on the repository's own
-//! `distributions/minimal.toml` and `distributions/default.toml` (release builds), then each
+//! `distributions/minimal.toml` (runtime-only: no plugin compiler) and
+//! `distributions/default.toml` (size-optimised release builds), then each
 //! distribution runs a conversation with a terminal tool call from a fresh
-//! profile with no index configured, loading its plugins precompiled. Heavy:
-//! run by `./scripts/test --heavy` (it is `#[ignore]`d otherwise).
+//! profile with no index configured, loading its plugins precompiled and signed
+//! with the distribution's key. Prints what each weighs (binary, directory,
+//! peak memory of `--version`). Heavy: run by `./scripts/test --heavy` (it is
+//! `#[ignore]`d otherwise).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -19,14 +22,19 @@ fn repo() -> &'static Path {
 /// returns the directory. Release builds take minutes: no hang limit here.
 fn build(manifest: &str, name: &str) -> PathBuf {
     let out = repo().join("target/dist").join(name);
-    let home = tempfile::tempdir().unwrap();
+    // The builder's profile keeps each distribution's signing key: the same key next time
+    // leaves the binary unchanged, so a second run rebuilds nothing.
+    let home = repo().join("target/dist-build/home");
     let output = Command::new(env!("CARGO_BIN_EXE_talaria"))
         .args(["dist", "build", manifest, "--out"])
         .arg(&out)
         .arg("--source")
         .arg(repo())
         .current_dir(repo())
-        .env("TALARIA_HOME", home.path())
+        .env("TALARIA_HOME", &home)
+        // A target directory of its own: ordinary builds are not blocked meanwhile, nor their
+        // artefacts replaced by these features'.
+        .env("CARGO_TARGET_DIR", repo().join("target/dist-build"))
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -49,7 +57,26 @@ fn compiled_files(dir: &Path) -> usize {
     })
 }
 
+/// A one-shot run of the distribution's binary in a fresh profile, with a terminal tool call.
 fn converse(dist: &Path) {
+    let (server, output, cache) = run_terminal_turn(dist);
+    assert_code(&output, 0);
+    assert!(stdout(&output).contains("done"));
+    assert!(
+        tool_results(&server, 1)
+            .iter()
+            .any(|r| r.contains("dist-ok")),
+        "{:?}",
+        tool_results(&server, 1)
+    );
+    assert_eq!(
+        compiled_files(&cache),
+        0,
+        "the distribution's plugins load precompiled: nothing is compiled into the profile"
+    );
+}
+
+fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, PathBuf) {
     let home = Home::new();
     // A fresh profile: no compiled plugins, no indexes.
     let cache = home.path().join("cache/plugins");
@@ -75,20 +102,92 @@ fn converse(dist: &Path) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let output = run(shipped);
-    assert_code(&output, 0);
-    assert!(stdout(&output).contains("done"));
+    // The profile (and its cache) outlive the run only as long as `home`.
+    let cache_copy = tempfile::tempdir().unwrap().keep();
+    if cache.is_dir() {
+        for entry in std::fs::read_dir(&cache).unwrap().filter_map(Result::ok) {
+            if entry.path().is_file() {
+                std::fs::copy(entry.path(), cache_copy.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+    (server, output, cache_copy)
+}
+
+/// The minimal distribution is the terminal alone and cannot compile: the other surfaces are not
+/// subcommands of it, `plugin install` says it cannot and installs nothing, and compiled plugins
+/// whose signature does not verify are not loaded (nor compiled).
+fn minimal_is_terminal_only_and_runtime_only(dist: &Path) {
+    let home = Home::new();
+    for surface in ["gateway", "acp", "serve", "batch", "cron"] {
+        let output = Command::new(dist.join("talaria"))
+            .args([surface, "--help"])
+            .env_clear()
+            .env("TALARIA_HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains("unrecognized subcommand"),
+            "{surface}: {stderr}"
+        );
+    }
+    crate::common::build_plugins();
+    let package = repo().join("target/plugins/test/noop");
+    let output = Command::new(dist.join("talaria"))
+        .args(["plugin", "install"])
+        .arg(&package)
+        .env_clear()
+        .env("TALARIA_HOME", home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("runtime-only distribution"), "{stderr}");
+    assert!(!home.path().join("plugins/noop").exists());
+
+    let signature = dist.join("plugins/.compiled/B3SUMS.sig");
+    let good = std::fs::read(&signature).unwrap();
+    std::fs::write(&signature, b"AAAA\n").unwrap();
+    let (_server, output, _) = run_terminal_turn(dist);
+    std::fs::write(&signature, good).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        tool_results(&server, 1)
-            .iter()
-            .any(|r| r.contains("dist-ok")),
-        "{:?}",
-        tool_results(&server, 1)
+        stderr.contains("cannot compile plugins") && stderr.contains("B3SUMS.sig"),
+        "{stderr}"
     );
-    assert_eq!(
-        compiled_files(&cache),
-        0,
-        "the distribution's plugins load precompiled: nothing is compiled into the profile"
-    );
+}
+
+/// The peak resident memory (KiB) of `binary --version`, as GNU time sees its one child
+/// (installed by `scripts/system-deps --heavy`).
+fn version_peak_rss_kib(binary: &Path) -> u64 {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(binary)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    stderr.lines().last().unwrap().trim().parse().unwrap()
+}
+
+fn dir_bytes(path: &Path) -> u64 {
+    std::fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| {
+                let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+                if meta.is_dir() {
+                    dir_bytes(&entry.path())
+                } else {
+                    meta.len()
+                }
+            })
+            .sum()
+    })
 }
 
 // Two size-optimised release builds of the whole workspace: about 13 minutes
@@ -96,6 +195,9 @@ fn converse(dist: &Path) {
 #[test]
 #[ignore = "heavy: release builds of both distributions (./scripts/test --heavy)"]
 fn minimal_and_default_distributions_build_and_run_offline() {
+    let mut table = String::from(
+        "| distribution | binary | directory | `--version` peak RSS |\n|---|---|---|---|\n",
+    );
     for (manifest, name, plugins) in [
         (
             "distributions/minimal.toml",
@@ -121,6 +223,13 @@ fn minimal_and_default_distributions_build_and_run_offline() {
             compiled_files(&dist.join("plugins/.compiled")),
             plugins.len()
         );
+        assert!(dist.join("plugins/.compiled/B3SUMS.sig").is_file());
+        let public = std::fs::read_to_string(dist.join("dist-key.pub")).unwrap();
+        assert_eq!(
+            public.trim().len(),
+            44,
+            "an ed25519 key in base64: {public}"
+        );
         let lock = std::fs::read_to_string(dist.join("plugins.lock")).unwrap();
         assert!(lock.contains("name = \"fs\"") && lock.contains("source = \"builtin\""));
         let version = Command::new(dist.join("talaria"))
@@ -136,12 +245,23 @@ fn minimal_and_default_distributions_build_and_run_offline() {
             .any(|window| window == b"GLIBC_ABI_DT_RELR");
         assert_eq!(relr, name == "default", "{name}: DT_RELR {relr}");
         converse(&dist);
+        if name == "minimal" {
+            minimal_is_terminal_only_and_runtime_only(&dist);
+        }
+        let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / 1048576.0);
+        table.push_str(&format!(
+            "| {name} | {} | {} | {:.1} MiB |\n",
+            mib(std::fs::metadata(dist.join("talaria")).unwrap().len()),
+            mib(dir_bytes(&dist)),
+            version_peak_rss_kib(&dist.join("talaria")) as f64 / 1024.0
+        ));
         assert_eq!(
             extism_support(&dist),
             name == "default",
             "Extism plugins load in the default distribution only"
         );
     }
+    eprintln!("{table}");
 }
 
 /// Whether the distribution's binary accepts an Extism plugin's manifest.

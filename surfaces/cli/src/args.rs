@@ -56,6 +56,7 @@ pub enum Command {
     #[command(subcommand)]
     Dist(DistCommand),
     /// Chat-platform pairings: list the requests and paired users, approve a code, revoke a user.
+    #[cfg(feature = "gateway")]
     #[command(subcommand)]
     Pairing(PairingCommand),
     /// Memory: the built-in files, the external provider (status, providers,
@@ -63,23 +64,29 @@ pub enum Command {
     #[command(subcommand)]
     Memory(crate::memory_cmd::MemoryCommand),
     /// Scheduled jobs: add, list, show, pause, resume and remove them.
+    #[cfg(feature = "gateway")]
     #[command(subcommand)]
     Cron(crate::cron_cmd::CronCommand),
     /// Run a file of prompts in parallel into trajectories (resumable).
+    #[cfg(feature = "batch")]
     #[command(subcommand)]
     Batch(crate::batch_cmd::BatchCommand),
     /// The chat gateway of this profile: its status, stopping it, and a
     /// systemd user unit to run it.
+    #[cfg(feature = "gateway")]
     #[command(subcommand)]
     Gateway(GatewayCommand),
     /// Serve an editor's agent panel over the Agent Client Protocol on stdin/stdout.
+    #[cfg(feature = "acp")]
     Acp(AcpArgs),
     /// Serve an OpenAI-compatible API (chat completions, responses, models) on
     /// 127.0.0.1:8642; each request runs as a Talaria session.
+    #[cfg(feature = "api")]
     Serve(ServeArgs),
 }
 
 /// Options of `talaria acp`.
+#[cfg(feature = "acp")]
 #[derive(Debug, Args)]
 pub struct AcpArgs {
     #[command(flatten)]
@@ -87,6 +94,7 @@ pub struct AcpArgs {
 }
 
 /// Options of `talaria serve` (unset ones come from `api_server` in config.yaml).
+#[cfg(feature = "api")]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on (default: api_server.host, else 127.0.0.1).
@@ -180,10 +188,12 @@ pub enum McpCommand {
     },
     /// Serve Talaria itself over MCP (stdio, or streamable HTTP with --http): other programs
     /// run prompts as sessions and list, search and read past sessions.
+    #[cfg(feature = "mcp-serve")]
     Serve(McpServeArgs),
 }
 
 /// Options of `talaria mcp serve`.
+#[cfg(feature = "mcp-serve")]
 #[derive(Debug, Args)]
 pub struct McpServeArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0
@@ -248,6 +258,7 @@ pub enum SkinCommand {
 }
 
 /// `talaria pairing …`.
+#[cfg(feature = "gateway")]
 #[derive(Debug, Subcommand)]
 pub enum PairingCommand {
     /// The pairing requests waiting for approval and the paired users.
@@ -269,6 +280,7 @@ pub enum PairingCommand {
 }
 
 /// `talaria gateway …`.
+#[cfg(feature = "gateway")]
 #[derive(Debug, Subcommand)]
 pub enum GatewayCommand {
     /// Run this profile's gateway in the foreground (logs on stderr): one

@@ -1,21 +1,27 @@
 //! The `talaria` command line: a thin surface that builds an agent, runs a
 //! conversation and renders its events.
 
+#[cfg(feature = "acp")]
 mod acp_cmd;
 mod approver;
 mod args;
+#[cfg(feature = "batch")]
 mod batch_cmd;
 mod clarifier;
 mod commands_cmd;
 mod config_cmd;
+#[cfg(feature = "gateway")]
 mod cron_cmd;
 mod distribution;
 mod exit;
+#[cfg(feature = "gateway")]
 mod gateway_cmd;
 mod import_cmd;
 mod mcp_cmd;
+#[cfg(feature = "mcp-serve")]
 mod mcp_serve_cmd;
 mod memory_cmd;
+#[cfg(feature = "gateway")]
 mod pairing_cmd;
 mod plugin_compile;
 mod plugin_dev;
@@ -27,9 +33,16 @@ mod profile_cmd;
 mod render;
 mod repl;
 mod run;
+#[cfg(feature = "api")]
 mod serve_cmd;
 mod sessions_cmd;
 mod setup;
+#[cfg(any(
+    feature = "api",
+    feature = "batch",
+    feature = "gateway",
+    feature = "mcp-serve"
+))]
 mod shutdown;
 mod skills_cmd;
 mod skins;
@@ -151,10 +164,14 @@ pub fn main() -> ExitCode {
             Some(args::Command::Import(command)) => import_cmd::run(command, &home).await,
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,
             Some(args::Command::Skin(command)) => skins::run(command, &home).await,
+            #[cfg(feature = "gateway")]
             Some(args::Command::Pairing(command)) => pairing_cmd::run(command, &home),
+            #[cfg(feature = "gateway")]
             Some(args::Command::Cron(command)) => cron_cmd::run(command, &home).await,
             Some(args::Command::Memory(command)) => memory_cmd::run(command, &home).await,
+            #[cfg(feature = "batch")]
             Some(args::Command::Batch(command)) => batch_cmd::run(command, &home).await,
+            #[cfg(feature = "gateway")]
             Some(args::Command::Gateway(command)) => {
                 let name = cli.profile.clone().unwrap_or_else(|| profiles.active());
                 let profile = gateway_cmd::GatewayProfile {
@@ -166,13 +183,16 @@ pub fn main() -> ExitCode {
             }
             Some(args::Command::Skill(command)) => skills_cmd::run(command, &home).await,
             // Before the config is read: a broken profile still serves (runs report it).
+            #[cfg(feature = "mcp-serve")]
             Some(args::Command::Mcp(args::McpCommand::Serve(serve_args))) => {
                 mcp_serve_cmd::run(serve_args, &home).await
             }
             Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
             // Before the config is read too: sessions report a broken profile to the editor.
+            #[cfg(feature = "acp")]
             Some(args::Command::Acp(acp_args)) => acp_cmd::run(acp_args, &home).await,
             Some(args::Command::Dist(command)) => distribution::run(command, &home).await,
+            #[cfg(feature = "api")]
             Some(args::Command::Serve(serve_args)) => serve_cmd::run(serve_args, &home).await,
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,

@@ -109,6 +109,7 @@ pub async fn run(command: McpCommand, home: &ProfileHome) -> Status {
                 Err(message) => usage_error(&message),
             }
         }
+        #[cfg(feature = "mcp-serve")]
         McpCommand::Serve(args) => crate::mcp_serve_cmd::run(args, home).await,
     }
 }

@@ -9,6 +9,22 @@ use talaria_agent::plugin_compile::{AheadOfTime, compile_ahead, megabytes};
 use talaria_plugin_host::CompileObserver;
 use talaria_profile::ProfileHome;
 
+/// Why a runtime-only distribution (built without the `compiler` feature) refuses to install
+/// or update plugins: it could not load them.
+const CANNOT_COMPILE: &str = "this Talaria is a runtime-only distribution: it runs \
+     only the plugins compiled when it was built and cannot compile new ones. Add the plugin to \
+     the distribution's dist.toml and build it again (talaria dist build), or use a distribution \
+     that has the plugin compiler (the default one)";
+
+/// Refuses, when this build cannot compile, a command that would leave an unloadable plugin.
+pub(crate) fn require_compiler() -> Result<(), String> {
+    if talaria_plugin_host::CAN_COMPILE {
+        Ok(())
+    } else {
+        Err(CANNOT_COMPILE.to_owned())
+    }
+}
+
 /// Prints a line when a plugin starts compiling (it takes seconds for a
 /// large component).
 #[derive(Debug)]

@@ -1,6 +1,8 @@
 //! The steps of `talaria dist build`: build the binary with the manifest's
-//! features, gather and verify the plugins into a lockfile'd package dir,
-//! compile them ahead of time with the new binary, then swap the finished
+//! features and the distribution's public key, gather and verify the plugins
+//! into a lockfile'd package dir, compile them ahead of time (with the new
+//! binary, or for a runtime-only one with a quick build of the same features
+//! plus the compiler), sign their digest list, then swap the finished
 //! directory into place and print what it weighs.
 
 use std::path::{Path, PathBuf};
@@ -11,11 +13,16 @@ use talaria_profile::ProfileHome;
 use talaria_registry::{Layout, Registry};
 
 use super::manifest::{DistManifest, DistPlugin, PluginOrigin};
+use super::signing::DistKey;
 use crate::plugin_registry::install::{prepare_from_index, prepare_path};
 use crate::plugin_registry::registry;
 
 /// The name of the binary inside a distribution.
 const BINARY: &str = "talaria";
+
+/// The cargo profile of the binary that compiles a runtime-only distribution's plugins: quick to
+/// build (its code generation does not depend on how it was optimised).
+const COMPILER_PROFILE: &str = "dist-compiler";
 
 pub(super) async fn build(
     home: &ProfileHome,
@@ -26,7 +33,8 @@ pub(super) async fn build(
     let manifest = DistManifest::load(manifest_path)?;
     let source = source_checkout(source)?;
     check_features(&source, &manifest)?;
-    let binary = build_binary(&source, &manifest)?;
+    let key = DistKey::load_or_create(home, &manifest.name)?;
+    let binary = build_binary(&source, &manifest, &key.public())?;
 
     let partial = sibling(out, "partial")?;
     remove_dir_if_present(&partial)?;
@@ -89,8 +97,14 @@ pub(super) async fn build(
     let _ = std::fs::remove_dir_all(plugins_dir.join(".staging"));
 
     if !manifest.plugins.is_empty() {
-        precompile_with(&shipped, &plugins_dir)?;
+        if manifest.compiles_plugins() {
+            precompile_with(&shipped, &plugins_dir)?;
+        } else {
+            precompile_with(&build_compiler(&source, &manifest)?, &plugins_dir)?;
+        }
+        key.sign_compiled(&plugins_dir.join(PREBUILT_DIR))?;
     }
+    key.write_public(&partial)?;
     std::fs::copy(manifest_path, partial.join("dist.toml"))
         .map_err(|e| format!("copying {}: {e}", manifest_path.display()))?;
 
@@ -98,6 +112,11 @@ pub(super) async fn build(
     std::fs::rename(&partial, out)
         .map_err(|e| format!("moving {} to {}: {e}", partial.display(), out.display()))?;
     print_sizes(&manifest, out);
+    println!(
+        "  signed with {} (public half: {})",
+        key.path().display(),
+        out.join(super::signing::PUBLIC_KEY_FILE).display()
+    );
     Ok(())
 }
 
@@ -148,11 +167,44 @@ fn check_features(source: &Path, manifest: &DistManifest) -> Result<(), String> 
     Ok(())
 }
 
-/// `cargo build -p talaria` (`cargo rustc` when there are link arguments) with the manifest's
-/// profile and features; returns the binary.
-fn build_binary(source: &Path, manifest: &DistManifest) -> Result<PathBuf, String> {
+/// The distribution's binary: `cargo build -p talaria` (`cargo rustc` when there are link
+/// arguments) with the manifest's profile and features, the distribution's public `key` built in.
+fn build_binary(source: &Path, manifest: &DistManifest, key: &str) -> Result<PathBuf, String> {
+    eprintln!(
+        "building {} ({})",
+        manifest.name,
+        describe_features(manifest)
+    );
+    let features = manifest.features.clone();
+    cargo_build(source, &manifest.profile, manifest, &features, true, key)
+}
+
+/// For a runtime-only distribution: a binary of the same features plus the compiler (so its
+/// engine is configured exactly as the distribution's), in a quick profile, to compile the
+/// plugins with.
+fn build_compiler(source: &Path, manifest: &DistManifest) -> Result<PathBuf, String> {
+    eprintln!(
+        "building a compiler for the plugins of the runtime-only {}",
+        manifest.name
+    );
+    let mut features = manifest.features.clone();
+    features.push("compiler".to_owned());
+    cargo_build(source, COMPILER_PROFILE, manifest, &features, false, "")
+}
+
+/// `cargo build -p talaria` in `profile` with `features` (and the manifest's default features);
+/// `shipped` adds the manifest's link arguments and builds `key` in. Returns the binary.
+fn cargo_build(
+    source: &Path,
+    profile: &str,
+    manifest: &DistManifest,
+    features: &[String],
+    shipped: bool,
+    key: &str,
+) -> Result<PathBuf, String> {
+    let link_args: &[String] = if shipped { &manifest.link_args } else { &[] };
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let subcommand = if manifest.link_args.is_empty() {
+    let subcommand = if link_args.is_empty() {
         "build"
     } else {
         "rustc"
@@ -160,24 +212,24 @@ fn build_binary(source: &Path, manifest: &DistManifest) -> Result<PathBuf, Strin
     cargo
         .current_dir(source)
         .args([subcommand, "--locked", "-p", "talaria", "--bin", BINARY])
-        .args(["--profile", &manifest.profile]);
+        .args(["--profile", profile]);
+    if shipped {
+        cargo.env("TALARIA_DIST_KEY", key);
+    } else {
+        cargo.env_remove("TALARIA_DIST_KEY");
+    }
     if !manifest.default_features {
         cargo.arg("--no-default-features");
     }
-    if !manifest.features.is_empty() {
-        cargo.args(["--features", &manifest.features.join(",")]);
+    if !features.is_empty() {
+        cargo.args(["--features", &features.join(",")]);
     }
-    if !manifest.link_args.is_empty() {
+    if !link_args.is_empty() {
         cargo.arg("--");
-        for arg in &manifest.link_args {
+        for arg in link_args {
             cargo.args(["-C", &format!("link-arg={arg}")]);
         }
     }
-    eprintln!(
-        "building {} ({})",
-        manifest.name,
-        describe_features(manifest)
-    );
     let status = cargo
         .status()
         .map_err(|e| format!("cannot run cargo (is Rust installed?): {e}"))?;
@@ -194,7 +246,7 @@ fn build_binary(source: &Path, manifest: &DistManifest) -> Result<PathBuf, Strin
             }
         })
         .unwrap_or_else(|| source.join("target"));
-    let profile_dir = match manifest.profile.as_str() {
+    let profile_dir = match profile {
         "dev" | "test" => "debug",
         "bench" => "release",
         other => other,
@@ -219,6 +271,9 @@ fn describe_features(manifest: &DistManifest) -> String {
     });
     if !manifest.features.is_empty() {
         parts.push(format!("+ {}", manifest.features.join(", ")));
+    }
+    if !manifest.compiles_plugins() {
+        parts.push("runtime-only: no plugin compiler".to_owned());
     }
     parts.join(", ")
 }

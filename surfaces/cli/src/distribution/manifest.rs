@@ -3,9 +3,12 @@
 //! ```toml
 //! name = "talaria-minimal"
 //! description = "The CLI with file and terminal tools"
-//! profile = "release"          # cargo profile (default release)
+//! profile = "dist"             # cargo profile (default dist: release, fat LTO, one codegen
+//!                              # unit, stripped)
 //! default-features = false     # the talaria package's default cargo features (default true)
-//! features = []                # cargo features to add
+//! features = []                # cargo features to add. Without `compiler` (a default
+//!                              # feature; `extism` needs it too) the binary is runtime-only:
+//!                              # it runs the plugins compiled at this build and no others
 //! link-args = []               # linker arguments for the binary only, e.g.
 //!                              # "-Wl,-z,pack-relative-relocs" (smaller, faster to start; the
 //!                              # binary then needs glibc 2.36 and binutils 2.38 or lld to build)
@@ -34,7 +37,7 @@ pub(crate) struct DistManifest {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    #[serde(default = "release")]
+    #[serde(default = "dist_profile")]
     pub profile: String,
     #[serde(default = "yes")]
     pub default_features: bool,
@@ -72,8 +75,8 @@ pub(crate) enum PluginOrigin {
     Path(PathBuf),
 }
 
-fn release() -> String {
-    "release".to_owned()
+fn dist_profile() -> String {
+    "dist".to_owned()
 }
 
 fn yes() -> bool {
@@ -143,6 +146,18 @@ impl DistManifest {
     }
 }
 
+impl DistManifest {
+    /// Whether the binary carries the plugin compiler: the `compiler` feature (a default one),
+    /// or `extism`, which needs it.
+    pub(crate) fn compiles_plugins(&self) -> bool {
+        self.default_features
+            || self
+                .features
+                .iter()
+                .any(|feature| feature == "compiler" || feature == "extism")
+    }
+}
+
 impl DistPlugin {
     pub(crate) fn origin(&self) -> PluginOrigin {
         match (&self.index, &self.path) {
@@ -178,8 +193,9 @@ mod tests {
              [[plugin]]\nname = \"w\"\nindex = \"main\"\n[[plugin]]\nname = \"p\"\npath = \"pkg\"\n",
         )
         .unwrap();
-        assert_eq!(manifest.profile, "release");
+        assert_eq!(manifest.profile, "dist");
         assert!(manifest.default_features);
+        assert!(manifest.compiles_plugins());
         assert!(manifest.link_args.is_empty());
         assert_eq!(manifest.plugins[0].origin(), PluginOrigin::Builtin);
         assert_eq!(manifest.plugins[0].requirement().to_string(), "^0.1");
@@ -190,6 +206,19 @@ mod tests {
         assert!(
             matches!(manifest.plugins[2].origin(), PluginOrigin::Path(p) if p.ends_with("pkg"))
         );
+    }
+
+    #[test]
+    fn without_default_features_only_compiler_or_extism_bring_the_compiler() {
+        let runtime_only = load("name = \"m\"\ndefault-features = false\n").unwrap();
+        assert!(!runtime_only.compiles_plugins());
+        for feature in ["compiler", "extism"] {
+            let manifest = load(&format!(
+                "name = \"m\"\ndefault-features = false\nfeatures = [\"{feature}\"]\n"
+            ))
+            .unwrap();
+            assert!(manifest.compiles_plugins(), "{feature}");
+        }
     }
 
     #[test]

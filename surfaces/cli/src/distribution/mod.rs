@@ -6,6 +6,7 @@
 mod build;
 mod manifest;
 mod precompile;
+mod signing;
 
 use talaria_profile::ProfileHome;
 

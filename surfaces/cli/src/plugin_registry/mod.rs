@@ -20,6 +20,13 @@ pub(crate) use indexes::{Listing, listing};
 
 /// Runs a registry subcommand of `talaria plugin`.
 pub async fn run(command: RegistryCommand, home: &ProfileHome) -> Status {
+    if matches!(
+        command,
+        RegistryCommand::Install(_) | RegistryCommand::Update { .. }
+    ) && let Err(message) = crate::plugin_compile::require_compiler()
+    {
+        return fail(Failure::Failed(message));
+    }
     let result = match command {
         RegistryCommand::Search { term } => indexes::search(home, &term).await,
         RegistryCommand::Index(command) => indexes::run(home, command).await,
