@@ -1,28 +1,23 @@
 """A Talaria tool plugin in Python: two tools, `slugify` (pure computation)
-and `page_title` (outgoing HTTP with `urllib`).
+and `page_title` (outgoing HTTP and HTTPS with `http_client`, through the
+host's `wasi:http`).
 
 componentize-py generates the `wit_world` bindings from `wit/` at build time;
 this module provides the `tool-provider` export as the class `ToolProvider`.
 """
 
-# urllib looks host names up through the `idna` codec. componentize-py
-# snapshots the interpreter after importing this module, and a standard module
-# first imported later cannot be found ("unknown encoding: idna"): keep this.
-import encodings.idna  # noqa: F401
 import html
 import json
 import re
-import socket
 import unicodedata
-import urllib.error
-import urllib.parse
-import urllib.request
 
+import http_client
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import log
 from wit_world.imports.types import (
     CallContext,
+    ToolError_Denied,
     ToolError_Failed,
     ToolError_InvalidArguments,
     ToolFlags,
@@ -94,7 +89,7 @@ def call_slugify(arguments: dict) -> dict:
 PAGE_TITLE_SCHEMA = {
     "type": "object",
     "properties": {
-        "url": {"type": "string", "description": "The http:// URL of the page."},
+        "url": {"type": "string", "description": "The http:// or https:// URL of the page."},
     },
     "required": ["url"],
     "additionalProperties": False,
@@ -105,28 +100,7 @@ MAX_PAGE_BYTES = 1 << 20
 START_LENGTH = 200
 FETCH_TIMEOUT_S = 8
 TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-
-
-def network_failure(url: str, error: OSError) -> Err:
-    """A failed fetch, in words the model (and the plugin's author) can act on.
-
-    urllib goes over wasi:sockets: the host checks each address the plugin
-    connects to against its network grants. A refused connection fails like
-    any connection error, and the host adds its reason, naming the missing
-    grant, to this tool's error. A plugin with no network grant at all may
-    not even look names up: that fails as "[Errno -4] Non-recoverable error"
-    (EAI_FAIL), which happens only then.
-    """
-    reason = getattr(error, "reason", error)
-    message = f"fetching {url} failed: {reason}"
-    if isinstance(reason, socket.gaierror) and reason.errno == socket.EAI_FAIL:
-        parts = urllib.parse.urlsplit(url)
-        address = f"{parts.hostname}:{parts.port or 80}"
-        message += (
-            " (the host refuses name lookups to a plugin with no network grant; the user grants"
-            f" one with: talaria plugin grant <plugin> network:{address})"
-        )
-    return Err(ToolError_Failed(message))
+CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
 def call_page_title(arguments: dict) -> dict:
@@ -134,24 +108,24 @@ def call_page_title(arguments: dict) -> dict:
     if unknown:
         raise invalid(f"unknown argument(s) {', '.join(unknown)}; page_title takes url")
     url = arguments.get("url")
-    if not isinstance(url, str) or not re.match(r"http://[^/]", url, re.IGNORECASE):
-        # componentize-py's Python has no ssl module: urllib cannot do https.
-        raise invalid("url is required and must be an http:// URL (https:// is not supported here)")
-    request = urllib.request.Request(url, headers={"User-Agent": "talaria-plugin"})
+    if not isinstance(url, str) or not re.match(r"https?://[^/]", url, re.IGNORECASE):
+        raise invalid("url is required and must be an http:// or https:// URL")
     try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
-            status = response.status
-            charset = response.headers.get_content_charset() or "utf-8"
-            body = response.read(MAX_PAGE_BYTES)
-    except urllib.error.HTTPError as error:
-        # An answer all the same (404, 500…): report it with its page.
-        status = error.code
-        charset = error.headers.get_content_charset() or "utf-8"
-        body = error.read(MAX_PAGE_BYTES)
-    except OSError as error:  # urllib.error.URLError, timeouts, resets
-        raise network_failure(url, error)
+        status, headers, body = http_client.get(
+            url, {"user-agent": "talaria-plugin"}, timeout=FETCH_TIMEOUT_S, max_bytes=MAX_PAGE_BYTES
+        )
+    except ValueError as error:  # a URL that cannot be sent
+        raise invalid(f"cannot fetch {url}: {error}")
+    except http_client.HttpError as error:
+        if error.denied:
+            # The host adds its reason (the network grant that is missing, and
+            # the command that grants it) to this tool's error.
+            raise Err(ToolError_Denied(f"fetching {url} was refused"))
+        raise Err(ToolError_Failed(f"fetching {url} failed: {error}"))
+    # Any status is an answer (404, 500…): report it with its page.
+    charset = CHARSET.search(headers.get("content-type", ""))
     try:
-        text = body.decode(charset, "replace")
+        text = body.decode(charset.group(1) if charset else "utf-8", "replace")
     except LookupError:  # a charset Python does not know
         text = body.decode("utf-8", "replace")
     found = TITLE.search(text)
@@ -168,7 +142,7 @@ TOOLS = {
         call_slugify,
     ),
     "page_title": (
-        "Fetches a web page (http://) and returns its HTTP status and <title> "
+        "Fetches a web page (http:// or https://) and returns its HTTP status and <title> "
         "(or the start of the body when it has none)",
         PAGE_TITLE_SCHEMA,
         call_page_title,

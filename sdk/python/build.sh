@@ -38,14 +38,22 @@ if [[ "$found" != "$componentize_py_version" ]]; then
 fi
 
 # The WIT world to build: `world` under [tool.talaria] in pyproject.toml
-# (a chat adapter names its own, in wit/world.wit), else a tool plugin's.
+# (the templates name their own, in wit/world.wit), else a tool plugin's.
 world=$(sed -n '/^\[tool\.talaria\]/,/^\[/s/^world[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' pyproject.toml 2>/dev/null | head -n 1)
 world=${world:-tool-plugin}
+
+# Talaria's `types` interface stays `wit_world.imports.types` even in a world
+# with another `types` (wasi:http's is then `wasi_http_types`).
+api=$(manifest_value api)
+names=()
+if [[ -n "$api" ]]; then
+  names=(--import-interface-name "talaria:plugin/types@$api=types")
+fi
 
 mkdir -p build
 # Only this directory is the app's Python path: whatever virtualenv the
 # toolchain lives in stays out of the component.
-env -u VIRTUAL_ENV "$componentize_py" -d wit -w "$world" componentize app -p . -o build/plugin.wasm >/dev/null
+env -u VIRTUAL_ENV "$componentize_py" -d wit -w "$world" ${names[@]+"${names[@]}"} componentize app -p . -o build/plugin.wasm >/dev/null
 
 # A component starts with "\0asm" and the component layer 0d 00 01 00.
 header=$(head -c 8 build/plugin.wasm | od -An -tx1 | tr -d ' \n')

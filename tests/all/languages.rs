@@ -5,20 +5,25 @@
 //! conversation has the model call the plugin's tool: once with good
 //! arguments (the computed value must reach the model) and once hitting the
 //! tool's error path. The JavaScript and Python templates also fetch a page
-//! (`page_title`): from a loopback site the user granted
+//! (`page_title`, through the host's `wasi:http`: `fetch`, and the Python
+//! template's `http_client.py`): from a loopback site the user granted
 //! (`talaria plugin grant x network:127.0.0.1:PORT`), whose title must reach
 //! the model, and from another port, whose refusal must name the missing
-//! grant. The conversation runs twice in one profile home: the first compiles
-//! the component, the second loads the host's compiled cache.
+//! grant. The Python template also fetches the page over https:// from a
+//! loopback `openssl s_server` whose certificate a throwaway CA signed, which
+//! the `talaria` process trusts through `SSL_CERT_FILE` (the host does TLS).
+//! The conversation runs twice in one profile home: the first compiles the
+//! component, the second loads the host's compiled cache.
 //!
 //! Built components are cached in `target/lang-plugins/<lang>/<hash>/`, keyed
 //! by the rendered template and the toolchain pins, so a warm run does not
-//! rebuild them (a Python component is ≈ 18 MB and takes a while).
+//! rebuild them (a Python component is ≈ 19 MB and takes a while).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -27,6 +32,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Home, assert_code, copy_dir, stderr, stdout};
 use serde_json::Value;
 use talaria_plugin_host::{Grants, HostOptions, PluginHost, PluginTools};
+use talaria_testkit::pki::make_test_pki;
 use talaria_testkit::{Page, Script, ScriptedServer, Step, ToolCall, WebSite};
 use tokio_util::sync::CancellationToken;
 
@@ -114,29 +120,90 @@ struct Case {
     bad: (&'static str, &'static str),
     /// The template's tool that fetches the `url` it is given, if it has one.
     fetch: Option<&'static str>,
+    /// Whether the fetching tool is also sent to an https:// site.
+    https: bool,
 }
 
 /// The title of the page the fetching tools are sent to.
 const PAGE_TITLE: &str = "Plugins & the open web";
+const PAGE_HTML: &str = "<!doctype html><html><head>\n<title>\n  Plugins &amp; the open web\n\
+                         </title></head><body><p>A page for the plugin templates.</p></body></html>";
 
 /// Where the fetching tool goes: a site the plugin was granted and one it
-/// was not (each counts its visits).
+/// was not (each counts its visits), and a granted HTTPS one.
 struct Sites {
     granted: WebSite,
     other: WebSite,
+    secure: Option<SecureSite>,
 }
 
 impl Sites {
-    fn spawn() -> Self {
-        let page = || {
-            let html = "<!doctype html><html><head>\n<title>\n  Plugins &amp; the open web\n\
-                        </title></head><body><p>A page for the plugin templates.</p></body></html>";
-            std::collections::BTreeMap::from([("/".to_owned(), Page::html(html))])
-        };
+    fn spawn(https: bool) -> Self {
+        let page = || std::collections::BTreeMap::from([("/".to_owned(), Page::html(PAGE_HTML))]);
         Self {
             granted: WebSite::spawn(page()).unwrap(),
             other: WebSite::spawn(page()).unwrap(),
+            secure: https.then(SecureSite::spawn),
         }
+    }
+}
+
+/// The page over HTTPS on loopback: `openssl s_server -WWW` with a
+/// certificate for 127.0.0.1 signed by a throwaway CA, which the `talaria`
+/// process trusts through `SSL_CERT_FILE` (the host's TLS client adds the
+/// system's roots, and they honour it).
+struct SecureSite {
+    /// The CA, the server's key and certificate, and `www/page.html`.
+    dir: tempfile::TempDir,
+    server: std::process::Child,
+    port: u16,
+}
+
+impl SecureSite {
+    fn spawn() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = make_test_pki(dir.path())
+            .unwrap_or_else(|e| panic!("the openssl CLI makes the test CA: {e}"));
+        let www = dir.path().join("www");
+        std::fs::create_dir(&www).unwrap();
+        std::fs::write(www.join("page.html"), PAGE_HTML).unwrap();
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let server = Command::new("openssl")
+            .args(["s_server", "-quiet", "-WWW", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(&pki.cert)
+            .arg("-key")
+            .arg(&pki.key)
+            .current_dir(&www)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("openssl s_server starts: {e}"));
+        let site = Self { dir, server, port };
+        crate::common::wait_until("openssl s_server listens", Duration::from_secs(10), || {
+            TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok()
+        });
+        site
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/page.html", self.port)
+    }
+
+    fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+}
+
+impl Drop for SecureSite {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
     }
 }
 
@@ -242,9 +309,14 @@ fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
         ToolCall::new(case.tool, case.bad.0),
     ];
     let fetches = case.fetch.zip(sites);
+    let secure = fetches.and_then(|(_, sites)| sites.secure.as_ref());
     if let Some((fetch, sites)) = fetches {
-        for site in [&sites.granted, &sites.other] {
-            let url = format!("{}/", site.url());
+        let mut urls = vec![
+            format!("{}/", sites.granted.url()),
+            format!("{}/", sites.other.url()),
+        ];
+        urls.extend(secure.map(SecureSite::url));
+        for url in urls {
             calls.push(ToolCall::new(
                 fetch,
                 serde_json::json!({ "url": url }).to_string(),
@@ -254,7 +326,10 @@ fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
     let expected = calls.len();
     let server =
         ScriptedServer::spawn(Script::new([Step::tool_calls(calls), Step::text("done")])).unwrap();
-    let command = home.query_in(work.path(), &server, "use the plugin", &["--json"]);
+    let mut command = home.query_in(work.path(), &server, "use the plugin", &["--json"]);
+    if let Some(secure) = secure {
+        command.env("SSL_CERT_FILE", secure.ca());
+    }
     let started = Instant::now();
     let output = run_within(
         command,
@@ -291,6 +366,8 @@ fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
         assert_eq!(page["status"], 200, "{} {fetch}: {page}", case.lang);
         let port = sites.other.port();
         for needed in [
+            // Refused by the host's HTTP client, before any connection.
+            format!("refused HTTP request to http://127.0.0.1:{port}/"),
             format!("no network grant of plugin x covers 127.0.0.1:{port}"),
             format!("talaria plugin grant x network:127.0.0.1:{port}"),
         ] {
@@ -306,6 +383,16 @@ fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
             "{} reached a port it was not granted",
             case.lang
         );
+        if secure.is_some() {
+            let page: Value = serde_json::from_str(&results[4])
+                .unwrap_or_else(|e| panic!("{} {fetch} https: {e}: {:?}", case.lang, results[4]));
+            assert_eq!(
+                page["title"], PAGE_TITLE,
+                "{} {fetch} https: {page}",
+                case.lang
+            );
+            assert_eq!(page["status"], 200, "{} {fetch} https: {page}", case.lang);
+        }
     }
     let events: Vec<Value> = stdout(&output)
         .lines()
@@ -316,8 +403,8 @@ fn converse(home: &Home, case: &Case, sites: Option<&Sites>) -> Conversation {
         .filter(|e| e["type"] == "tool_finished")
         .collect();
     assert_eq!(finished.len(), expected, "{events:?}");
-    // Good, bad, then (when fetching) granted, refused.
-    for (event, is_error) in finished.iter().zip([false, true, false, true]) {
+    // Good, bad, then (when fetching) granted, refused, and granted over HTTPS.
+    for (event, is_error) in finished.iter().zip([false, true, false, true, false]) {
         assert_eq!(event["is_error"], is_error, "{event:?}");
     }
     let tools_ms = finished
@@ -445,11 +532,15 @@ fn check_language(case: &Case) {
     assert!(list.contains("x 0.1.0 [tools]"), "{list}");
     // The fetching tool's site is granted as a user would: narrower than
     // the template's request (`*:*`).
-    let sites = case.fetch.map(|_| Sites::spawn());
+    let sites = case.fetch.map(|_| Sites::spawn(case.https));
     if let Some(sites) = &sites {
-        let grant = format!("network:127.0.0.1:{}", sites.granted.port());
-        let output = crate::common::run(home.talaria(&["plugin", "grant", "x", &grant]));
-        assert_code(&output, 0);
+        let mut ports = vec![sites.granted.port()];
+        ports.extend(sites.secure.as_ref().map(|site| site.port));
+        for port in ports {
+            let grant = format!("network:127.0.0.1:{port}");
+            let output = crate::common::run(home.talaria(&["plugin", "grant", "x", &grant]));
+            assert_code(&output, 0);
+        }
     }
 
     let first = converse(&home, case, sites.as_ref());
@@ -502,6 +593,7 @@ fn a_javascript_plugin_from_the_template_serves_the_model() {
             "invalid arguments: text is required and must be a string",
         ),
         fetch: Some("page_title"),
+        https: false,
     });
 }
 
@@ -519,6 +611,7 @@ fn a_python_plugin_from_the_template_serves_the_model() {
             "invalid arguments: separator must be one of '-', '_', '.'",
         ),
         fetch: Some("page_title"),
+        https: true,
     });
 }
 
@@ -538,5 +631,6 @@ fn a_zig_plugin_from_the_template_serves_the_model() {
         ),
         // The Zig template has no HTTP client.
         fetch: None,
+        https: false,
     });
 }

@@ -350,8 +350,12 @@ static JS_FILES: [TemplateFile; 11] = {
     ]
 };
 
-static PYTHON_FILES: [TemplateFile; 11] = {
-    let [a, b, c, d, e] = wit_files!("wit/");
+/// The Python tool plugin's world (`sdk/python/wit`): its own
+/// `wit/world.wit` includes Talaria's tool plugin (a dependency here) and
+/// adds outgoing HTTP (`wasi:http`, with the clocks its types use) in the
+/// version wasmtime-wasi-http provides.
+static PYTHON_FILES: [TemplateFile; 15] = {
+    let [a, b, c, d, e] = wit_files!("wit/deps/talaria-plugin/");
     [
         file(
             "plugin.toml",
@@ -370,6 +374,11 @@ static PYTHON_FILES: [TemplateFile; 11] = {
             NameSite::None,
         ),
         file(
+            "http_client.py",
+            include_str!("../../../sdk/python/http_client.py"),
+            NameSite::None,
+        ),
+        file(
             "README.md",
             include_str!("../../../sdk/python/README.md"),
             NameSite::MarkdownTitle,
@@ -377,6 +386,21 @@ static PYTHON_FILES: [TemplateFile; 11] = {
         file(
             ".gitignore",
             include_str!("../../../sdk/python/.gitignore"),
+            NameSite::None,
+        ),
+        file(
+            "wit/world.wit",
+            include_str!("../../../sdk/python/wit/world.wit"),
+            NameSite::None,
+        ),
+        file(
+            "wit/deps/http.wit",
+            include_str!("../../../sdk/python/wit/deps/http.wit"),
+            NameSite::None,
+        ),
+        file(
+            "wit/deps/clocks.wit",
+            include_str!("../../../sdk/adapter-wit/deps/clocks.wit"),
             NameSite::None,
         ),
         a,
@@ -626,26 +650,41 @@ mod tests {
 
     #[test]
     fn each_template_has_its_manifest_build_script_source_readme_and_wit() {
-        let expected: [(Lang, &[&str]); 3] = [
-            (Lang::Js, &["package.json", "src/plugin.js"]),
-            (Lang::Python, &["pyproject.toml", "app.py"]),
-            (Lang::Zig, &["src/main.zig", "src/talaria.zig"]),
+        // The sources, and where Talaria's WIT package is: the package
+        // itself, or a dependency of the template's own world.
+        let expected: [(Lang, &[&str], &str); 3] = [
+            (Lang::Js, &["package.json", "src/plugin.js"], "wit/"),
+            (
+                Lang::Python,
+                &[
+                    "pyproject.toml",
+                    "app.py",
+                    "http_client.py",
+                    "wit/world.wit",
+                    "wit/deps/http.wit",
+                    "wit/deps/clocks.wit",
+                ],
+                "wit/deps/talaria-plugin/",
+            ),
+            (Lang::Zig, &["src/main.zig", "src/talaria.zig"], "wit/"),
         ];
-        for (lang, sources) in expected {
+        for (lang, sources, talaria_wit) in expected {
             let template = lang.template().unwrap();
             let paths: Vec<&str> = template.files.iter().map(|f| f.path).collect();
-            let mut wanted = vec![
+            let mut wanted: Vec<String> = [
                 "plugin.toml",
                 "build.sh",
                 "README.md",
                 ".gitignore",
-                "wit/exports.wit",
-                "wit/host.wit",
-                "wit/types.wit",
-                "wit/chat.wit",
                 "wit/deps/io.wit",
-            ];
-            wanted.extend_from_slice(sources);
+            ]
+            .iter()
+            .chain(sources)
+            .map(|path| (*path).to_owned())
+            .collect();
+            for file in ["exports.wit", "host.wit", "types.wit", "chat.wit"] {
+                wanted.push(format!("{talaria_wit}{file}"));
+            }
             let mut sorted = paths.clone();
             sorted.sort_unstable();
             wanted.sort_unstable();
@@ -717,7 +756,7 @@ mod tests {
             let exports = template
                 .files
                 .iter()
-                .find(|f| f.path == "wit/exports.wit")
+                .find(|f| f.path.ends_with("/exports.wit"))
                 .unwrap();
             assert!(
                 exports
@@ -729,8 +768,8 @@ mod tests {
 
     /// The JavaScript and Python tool templates fetch pages out of the box:
     /// their manifests ask for the network (a user grants hosts narrower
-    /// than that), componentize-js keeps `fetch`, and `app.py` imports the
-    /// codec urllib's name lookup needs before anything else.
+    /// than that), componentize-js keeps `fetch`, and `app.py` fetches with
+    /// `http_client.py`, over the host's `wasi:http`.
     #[test]
     fn the_js_and_python_templates_can_reach_the_network() {
         let text = |lang: Lang, path: &str| {
@@ -743,10 +782,11 @@ mod tests {
         }
         let build = text(Lang::Js, "build.sh");
         assert!(build.contains("--disable fetch-event") && !build.contains(" http "));
-        let first_import = text(Lang::Python, "app.py")
-            .lines()
-            .find(|line| line.starts_with("import ") || line.starts_with("from "));
-        assert_eq!(first_import, Some("import encodings.idna  # noqa: F401"));
+        let app = text(Lang::Python, "app.py");
+        assert!(app.contains("\nimport http_client\n") && app.contains("http_client.get("));
+        assert!(!app.contains("urllib"), "page_title goes through wasi:http");
+        let client = text(Lang::Python, "http_client.py");
+        assert!(client.contains("outgoing_handler.handle(request, options)"));
         let zig = Manifest::parse(text(Lang::Zig, "plugin.toml"), Path::new("plugin.toml"));
         assert!(zig.unwrap().capabilities.network.is_empty());
     }
@@ -918,6 +958,42 @@ mod tests {
         let pyproject = source(&PYTHON_ADAPTER, "pyproject.toml");
         assert!(pyproject.contains("[tool.talaria]\nworld = \"adapter\"\n"));
         assert!(source(&PYTHON_ADAPTER, "build.sh").contains("-w \"$world\""));
+    }
+
+    /// The Python tool template's world is Talaria's tool plugin plus
+    /// `wasi:http` (outgoing requests, which the host makes), in the WASI
+    /// version of Talaria's package; `build.sh` builds it and keeps
+    /// Talaria's `types` module named `types` next to wasi:http's.
+    #[test]
+    fn the_python_tool_template_builds_its_own_world_with_wasi_http() {
+        let template = &PYTHON;
+        let world = source(template, "wit/world.wit");
+        assert!(world.contains("world tool {"), "{world}");
+        assert!(world.contains(&format!("include talaria:plugin/tool-plugin@{HOST_API};")));
+        let io_version = declared(source(template, "wit/deps/io.wit"), "package wasi:io@");
+        for interface in ["types", "outgoing-handler"] {
+            assert!(
+                world.contains(&format!("import wasi:http/{interface}@{io_version};")),
+                "{world}"
+            );
+        }
+        let http = source(template, "wit/deps/http.wit");
+        assert_eq!(declared(http, "package wasi:http@"), io_version);
+        // Only the interfaces: the package's worlds name WASI packages
+        // (random, cli) the project does not carry.
+        assert!(http.contains("\ninterface outgoing-handler {"));
+        assert!(!http.lines().any(|line| line.starts_with("world ")));
+        let clocks = source(template, "wit/deps/clocks.wit");
+        assert_eq!(declared(clocks, "package wasi:clocks@"), io_version);
+        let pyproject = source(template, "pyproject.toml");
+        assert!(pyproject.contains("[tool.talaria]\nworld = \"tool\"\n"));
+        let build = source(template, "build.sh");
+        assert!(build.contains("-w \"$world\""));
+        assert!(build.contains(r#"--import-interface-name "talaria:plugin/types@$api=types""#));
+        let app = source(template, "app.py");
+        assert!(app.contains("\nfrom wit_world.imports.types import ("));
+        let client = source(template, "http_client.py");
+        assert!(client.contains("\nfrom wit_world.imports import wasi_http_types as http_types\n"));
     }
 
     #[test]
