@@ -388,10 +388,11 @@ fn manual_build(lang: Lang, name: &str) -> String {
         }
         Lang::Js => {
             "npx componentize-js src/plugin.js --wit wit --world-name tool-plugin \
-             --disable http fetch-event --out dist/NAME/plugin.wasm"
+             --disable fetch-event --out dist/NAME/plugin.wasm"
         }
         Lang::Python => {
-            "componentize-py -d wit -w tool-plugin componentize app -p . -o dist/NAME/plugin.wasm"
+            "componentize-py -d wit -w tool --import-interface-name talaria:plugin/types@API=types \
+             componentize app -p . -o dist/NAME/plugin.wasm (API: plugin.toml's api)"
         }
         Lang::Zig => {
             "zig build-exe src/main.zig -target wasm32-wasi -O ReleaseSmall -fno-entry -rdynamic \
