@@ -119,7 +119,7 @@ fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, Path
 /// whose signature does not verify are not loaded (nor compiled).
 fn minimal_is_terminal_only_and_runtime_only(dist: &Path) {
     let home = Home::new();
-    for surface in ["gateway", "acp", "serve", "batch", "cron"] {
+    for surface in ["gateway", "acp", "serve", "batch", "cron", "mcp"] {
         let output = Command::new(dist.join("talaria"))
             .args([surface, "--help"])
             .env_clear()

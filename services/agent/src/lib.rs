@@ -11,6 +11,7 @@ pub mod external_memory;
 pub mod grants;
 pub mod key_health;
 pub mod knowledge;
+#[cfg(feature = "mcp")]
 mod mcp_tools;
 pub mod memory_admin;
 mod messenger;
@@ -25,6 +26,7 @@ pub mod tools;
 pub use agent::{Agent, AgentOptions, BuildError, ChatUser, Surface, image_store, provider_for};
 pub use clarifier::{Clarifier, ClarifyAnswer, ClarifyError, NoAnswer};
 pub use knowledge::{SkillSummary, skill_roots};
+#[cfg(feature = "mcp")]
 pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};
 pub use plugins::PluginStatus;

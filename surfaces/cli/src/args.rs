@@ -50,6 +50,7 @@ pub enum Command {
     #[command(subcommand, alias = "skills")]
     Skill(SkillCommand),
     /// The MCP servers of `mcp_servers` in config.yaml: list them, test one.
+    #[cfg(feature = "mcp")]
     #[command(subcommand)]
     Mcp(McpCommand),
     /// Build slim custom distributions from a dist.toml.
@@ -146,6 +147,7 @@ pub struct SlashCommandArgs {
 }
 
 /// `talaria mcp …`.
+#[cfg(feature = "mcp")]
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Every configured server: how it is reached, whether it is enabled, and how many

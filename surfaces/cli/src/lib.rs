@@ -17,6 +17,7 @@ mod exit;
 #[cfg(feature = "gateway")]
 mod gateway_cmd;
 mod import_cmd;
+#[cfg(feature = "mcp")]
 mod mcp_cmd;
 #[cfg(feature = "mcp-serve")]
 mod mcp_serve_cmd;
@@ -187,6 +188,7 @@ pub fn main() -> ExitCode {
             Some(args::Command::Mcp(args::McpCommand::Serve(serve_args))) => {
                 mcp_serve_cmd::run(serve_args, &home).await
             }
+            #[cfg(feature = "mcp")]
             Some(args::Command::Mcp(command)) => mcp_cmd::run(command, &home).await,
             // Before the config is read too: sessions report a broken profile to the editor.
             #[cfg(feature = "acp")]

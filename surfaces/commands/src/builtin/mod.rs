@@ -3,6 +3,7 @@
 //! follow from the row.
 
 mod general;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod memory;
 mod model;
@@ -66,7 +67,9 @@ pub static BUILTINS: &[Builtin] = &[
     Builtin { name: "toolsets", aliases: &[], args: &[ArgSpec::optional("action", ArgKind::Choice(&["enable", "disable"])), ArgSpec::optional("toolset", ArgKind::Toolset)], flags: NOW, description: "List toolsets, or turn one on or off for the next session (--now: now)", category: "Tools", surfaces: EVERYWHERE, run: handler!(tools::toolsets) },
     Builtin { name: "skills", aliases: &[], args: &[], flags: &[], description: "The skills available; run one with /<skill> request", category: "Tools", surfaces: EVERYWHERE, run: handler!(tools::skills) },
     Builtin { name: "plugins", aliases: &[], args: &[], flags: &[], description: "The plugins found, what they provide and where they come from", category: "Tools", surfaces: EVERYWHERE, run: handler!(tools::plugins) },
+    #[cfg(feature = "mcp")]
     Builtin { name: "mcp", aliases: &[], args: &[], flags: &[], description: "The session's MCP servers: how they are reached, their tools, whether they are connected", category: "Tools", surfaces: EVERYWHERE, run: handler!(mcp::mcp) },
+    #[cfg(feature = "mcp")]
     Builtin { name: "reload-mcp", aliases: &[], args: &[], flags: &[], description: "List the MCP servers' tools again and continue with them now (the prompt cache starts over)", category: "Tools", surfaces: EVERYWHERE, run: handler!(mcp::reload_mcp) },
     Builtin { name: "memory", aliases: &[], args: &[ArgSpec::optional("action", ArgKind::Choice(&["status", "use", "off"])), ArgSpec::optional("provider", ArgKind::Text)], flags: &[], description: "Memory: the built-in files and the external provider (use NAME or off: from the next session)", category: "Tools", surfaces: EVERYWHERE, run: handler!(memory::memory) },
     Builtin { name: "yolo", aliases: &[], args: &[ArgSpec::optional("mode", ArgKind::Choice(&["on", "off"]))], flags: &[], description: "Run dangerous commands without asking (hardline ones stay blocked)", category: "Tools", surfaces: TERMINAL, run: handler!(tools::yolo) },
