@@ -3,8 +3,8 @@
 //! ```toml
 //! name = "talaria-minimal"
 //! description = "The CLI with file and terminal tools"
-//! profile = "dist"             # cargo profile (default dist: release, fat LTO, one codegen
-//!                              # unit, stripped)
+//! profile = "dist-small"       # cargo profile (default dist-small: fat LTO, one codegen
+//!                              # unit, stripped, optimised for size)
 //! default-features = false     # the talaria package's default cargo features (default true)
 //! features = []                # cargo features to add. Without `compiler` (a default
 //!                              # feature; `extism` needs it too) the binary is runtime-only:
@@ -76,7 +76,7 @@ pub(crate) enum PluginOrigin {
 }
 
 fn dist_profile() -> String {
-    "dist".to_owned()
+    "dist-small".to_owned()
 }
 
 fn yes() -> bool {
@@ -193,7 +193,7 @@ mod tests {
              [[plugin]]\nname = \"w\"\nindex = \"main\"\n[[plugin]]\nname = \"p\"\npath = \"pkg\"\n",
         )
         .unwrap();
-        assert_eq!(manifest.profile, "dist");
+        assert_eq!(manifest.profile, "dist-small");
         assert!(manifest.default_features);
         assert!(manifest.compiles_plugins());
         assert!(manifest.link_args.is_empty());
