@@ -178,7 +178,6 @@ pub struct Agent {
     pub(crate) plugin_commands: Option<talaria_plugin_host::PluginCommands>,
     pub(crate) plugin_skins: Vec<talaria_plugin_host::PluginSkin>,
     pub(crate) plugin_statuses: Vec<crate::plugins::PluginStatus>,
-    #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<crate::mcp_tools::McpTools>,
     pub(crate) external_memory: Option<Arc<crate::external_memory::ActiveMemory>>,
 }
@@ -294,7 +293,6 @@ impl Agent {
         if let Some(plugin_tools) = plugins.tools {
             sources.push(Arc::new(plugin_tools));
         }
-        #[cfg(feature = "mcp")]
         let mcp = crate::mcp_tools::start(
             &settings.config.mcp_servers,
             home,
@@ -303,21 +301,8 @@ impl Agent {
             &mut notices,
         )
         .await;
-        #[cfg(feature = "mcp")]
         if let Some(mcp) = &mcp {
             sources.push(mcp.gated.clone());
-        }
-        #[cfg(not(feature = "mcp"))]
-        if settings
-            .config
-            .mcp_servers
-            .values()
-            .any(|server| server.enabled)
-        {
-            notices.push(
-                "MCP servers left out: this distribution of Talaria was built without MCP"
-                    .to_owned(),
-            );
         }
         let mut options = dispatch_options(&settings.config, surface, home, cwd);
         // A memory plugin's own tools are offered only while it is the session's provider.
@@ -378,7 +363,6 @@ impl Agent {
             plugin_commands: plugins.commands,
             plugin_skins: plugins.skins,
             plugin_statuses: plugins.statuses,
-            #[cfg(feature = "mcp")]
             mcp,
             external_memory,
         })
@@ -445,7 +429,6 @@ impl Agent {
         let session = &self.conversation.session_id;
         self.exec.processes.end_session(session);
         self.exec.executor.policy().end_session(session);
-        #[cfg(feature = "mcp")]
         if let Some(mcp) = &self.mcp {
             mcp.end().await;
         }

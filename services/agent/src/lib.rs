@@ -13,6 +13,9 @@ pub mod key_health;
 pub mod knowledge;
 #[cfg(feature = "mcp")]
 mod mcp_tools;
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp_absent.rs"]
+mod mcp_tools;
 pub mod memory_admin;
 mod messenger;
 pub mod plugin_compile;
