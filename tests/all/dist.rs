@@ -59,7 +59,7 @@ fn compiled_files(dir: &Path) -> usize {
 
 /// A one-shot run of the distribution's binary in a fresh profile, with a terminal tool call.
 fn converse(dist: &Path) {
-    let (server, output, cache) = run_terminal_turn(dist);
+    let (server, output, home) = run_terminal_turn(dist);
     assert_code(&output, 0);
     assert!(stdout(&output).contains("done"));
     assert!(
@@ -70,13 +70,14 @@ fn converse(dist: &Path) {
         tool_results(&server, 1)
     );
     assert_eq!(
-        compiled_files(&cache),
+        compiled_files(&home.path().join("cache/plugins")),
         0,
         "the distribution's plugins load precompiled: nothing is compiled into the profile"
     );
 }
 
-fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, PathBuf) {
+/// The run's profile comes back with it, to look at its compile cache.
+fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, Home) {
     let home = Home::new();
     // A fresh profile: no compiled plugins, no indexes.
     let cache = home.path().join("cache/plugins");
@@ -102,16 +103,7 @@ fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, Path
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let output = run(shipped);
-    // The profile (and its cache) outlive the run only as long as `home`.
-    let cache_copy = tempfile::tempdir().unwrap().keep();
-    if cache.is_dir() {
-        for entry in std::fs::read_dir(&cache).unwrap().filter_map(Result::ok) {
-            if entry.path().is_file() {
-                std::fs::copy(entry.path(), cache_copy.join(entry.file_name())).unwrap();
-            }
-        }
-    }
-    (server, output, cache_copy)
+    (server, output, home)
 }
 
 /// The minimal distribution is the terminal alone and cannot compile: the other surfaces are not

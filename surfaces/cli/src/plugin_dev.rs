@@ -121,10 +121,8 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>, kind: Option<&s
             return usage_error(&format!("cannot write {}: {error}", path.display()));
         }
     }
-    if lang == Lang::Rust
-        && crate::plugin_sdk::vendored()
-        && let Err(message) = crate::plugin_sdk::write(&dir)
-    {
+    let vendored_sdk = lang == Lang::Rust && crate::plugin_sdk::vendored();
+    if vendored_sdk && let Err(message) = crate::plugin_sdk::write(&dir) {
         return usage_error(&message);
     }
     println!(
@@ -132,7 +130,7 @@ pub fn new(name: &str, dir: Option<PathBuf>, lang: Option<&str>, kind: Option<&s
         kind.noun(),
         dir.display()
     );
-    if lang == Lang::Rust && crate::plugin_sdk::vendored() {
+    if vendored_sdk {
         println!(
             "The SDK of this talaria is in {}; `talaria plugin sdk {}` replaces it after an update.",
             crate::plugin_sdk::VENDOR_DIR,
@@ -291,11 +289,8 @@ pub fn sdk(dir: &Path) -> Status {
 /// [`build`], then the package compiled into the profile's cache, so the
 /// first session with it starts at once.
 pub async fn build_and_compile(dir: &Path, home: &talaria_profile::ProfileHome) -> Status {
-    let status = build(dir);
-    if status == Status::Answered
-        && let Ok(manifest) = Manifest::load(&dir.join("plugin.toml"))
-    {
-        let package = dir.join("dist").join(&manifest.name);
+    let (status, package) = build(dir);
+    if let Some(package) = package {
         crate::plugin_compile::ahead_of_time(home, &package).await;
     }
     status
@@ -303,20 +298,26 @@ pub async fn build_and_compile(dir: &Path, home: &talaria_profile::ProfileHome) 
 
 /// Builds the project in `dir` into `dir/dist/<name>/{plugin.toml,plugin.wasm}`:
 /// with its `build.sh` when it has one (the other languages' templates),
-/// else with cargo when it is a Rust project.
-pub fn build(dir: &Path) -> Status {
+/// else with cargo when it is a Rust project. The package's directory comes back when it
+/// was built.
+fn build(dir: &Path) -> (Status, Option<PathBuf>) {
     // Cargo runs inside the project, so every path must be absolute.
     let dir = match dir.canonicalize() {
         Ok(dir) => dir,
-        Err(error) => return usage_error(&format!("cannot open {}: {error}", dir.display())),
+        Err(error) => {
+            return (
+                usage_error(&format!("cannot open {}: {error}", dir.display())),
+                None,
+            );
+        }
     };
     let dir = dir.as_path();
     let manifest_path = dir.join("plugin.toml");
     let manifest = match Manifest::load(&manifest_path) {
         Ok(manifest) => manifest,
-        Err(error) => return usage_error(&error.to_string()),
+        Err(error) => return (usage_error(&error.to_string()), None),
     };
-    match detect(dir) {
+    let status = match detect(dir) {
         Project::Script(lang) => build_with_script(dir, &manifest, lang),
         Project::Cargo => build_with_cargo(dir, &manifest_path, &manifest),
         Project::Unbuilt(template) => usage_error(&format!(
@@ -332,7 +333,9 @@ pub fn build(dir: &Path) -> Status {
              talaria plugin new NAME --lang rust|js|python|zig",
             dir.display()
         )),
-    }
+    };
+    let package = (status == Status::Answered).then(|| dir.join("dist").join(&manifest.name));
+    (status, package)
 }
 
 /// How a project is built.

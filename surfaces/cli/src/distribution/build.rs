@@ -175,8 +175,13 @@ fn build_binary(source: &Path, manifest: &DistManifest, key: &str) -> Result<Pat
         manifest.name,
         describe_features(manifest)
     );
-    let features = manifest.features.clone();
-    cargo_build(source, &manifest.profile, manifest, &features, true, key)
+    cargo_build(
+        source,
+        &manifest.profile,
+        manifest,
+        &manifest.features,
+        Some(key),
+    )
 }
 
 /// For a runtime-only distribution: a binary of the same features plus the compiler (so its
@@ -189,20 +194,24 @@ fn build_compiler(source: &Path, manifest: &DistManifest) -> Result<PathBuf, Str
     );
     let mut features = manifest.features.clone();
     features.push("compiler".to_owned());
-    cargo_build(source, COMPILER_PROFILE, manifest, &features, false, "")
+    cargo_build(source, COMPILER_PROFILE, manifest, &features, None)
 }
 
-/// `cargo build -p talaria` in `profile` with `features` (and the manifest's default features);
-/// `shipped` adds the manifest's link arguments and builds `key` in. Returns the binary.
+/// `cargo build -p talaria` in `profile` with `features` (and the manifest's default features).
+/// The shipped binary, which has the distribution's public `key` built in, also gets the
+/// manifest's link arguments. Returns the binary.
 fn cargo_build(
     source: &Path,
     profile: &str,
     manifest: &DistManifest,
     features: &[String],
-    shipped: bool,
-    key: &str,
+    key: Option<&str>,
 ) -> Result<PathBuf, String> {
-    let link_args: &[String] = if shipped { &manifest.link_args } else { &[] };
+    let link_args: &[String] = if key.is_some() {
+        &manifest.link_args
+    } else {
+        &[]
+    };
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     let subcommand = if link_args.is_empty() {
         "build"
@@ -213,11 +222,10 @@ fn cargo_build(
         .current_dir(source)
         .args([subcommand, "--locked", "-p", "talaria", "--bin", BINARY])
         .args(["--profile", profile]);
-    if shipped {
-        cargo.env("TALARIA_DIST_KEY", key);
-    } else {
-        cargo.env_remove("TALARIA_DIST_KEY");
-    }
+    match key {
+        Some(key) => cargo.env("TALARIA_DIST_KEY", key),
+        None => cargo.env_remove("TALARIA_DIST_KEY"),
+    };
     if !manifest.default_features {
         cargo.arg("--no-default-features");
     }
