@@ -124,6 +124,7 @@ impl PluginHost {
         };
         let mut linker = Linker::<PluginState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .and_then(|()| crate::imports::name_lookup::shadow_in(&mut linker))
             .map_err(|e| HostError::Engine(error_text(&e)))?;
         // Always linked so any component importing it loads; each request is
         // checked against the plugin's network grants (none: all denied).

@@ -166,23 +166,19 @@ impl Sandbox {
                 .preopened_dir(&preopen.host, &preopen.guest, perms)
                 .map_err(|e| format!("opening {}: {e}", preopen.host.display()))?;
         }
-        if plugin.net.is_empty() {
-            builder
-                .allow_tcp(false)
-                .allow_udp(false)
-                .allow_ip_name_lookup(false);
-        } else {
-            builder
-                .allow_tcp(true)
-                .allow_udp(true)
-                .allow_ip_name_lookup(true)
-                .socket_addr_check(socket_check(
-                    &plugin.name,
-                    &plugin.net,
-                    &plugin.log,
-                    refused,
-                ));
-        }
+        // Sockets may be made even with no grant: the check refuses (and names the missing
+        // grant of) every connection and datagram outside the grants, and allows no server.
+        // A name lookup needs a grant (imports::name_lookup says which when there is none).
+        builder
+            .allow_tcp(true)
+            .allow_udp(true)
+            .allow_ip_name_lookup(!plugin.net.is_empty())
+            .socket_addr_check(socket_check(
+                &plugin.name,
+                &plugin.net,
+                &plugin.log,
+                refused,
+            ));
         Ok(builder.build())
     }
 }

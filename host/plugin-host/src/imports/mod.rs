@@ -14,6 +14,7 @@ pub(crate) mod exec;
 pub(crate) mod http;
 pub(crate) mod kv;
 pub(crate) mod log;
+pub(crate) mod name_lookup;
 pub(crate) mod net;
 pub(crate) mod session_search;
 

@@ -348,6 +348,29 @@ async fn only_granted_addresses_can_be_reached() {
         )
         .await;
     assert!(!succeeded(&out), "{out:?}");
+    // With no grant at all, a connection by address and a name lookup are refused in words
+    // naming the grant, as with some (the lookup has no port to name yet).
+    let log = f2.plugin.log();
+    assert!(
+        log.contains(&format!(
+            "refused connection to 127.0.0.1:{allowed_port}: no network grant of plugin hostile"
+        )),
+        "{log:?}"
+    );
+    let out = f2
+        .call(
+            "s",
+            "connect",
+            json!({ "addr": "localhost:80", "fail": true }),
+        )
+        .await;
+    assert_eq!(
+        out.content,
+        "ConnectionError: the connection failed (the host refused name lookup of localhost: \
+         plugin hostile has no network grant (its manifest must ask for one under \
+         [capabilities] network, and the user grant it: talaria plugin grant hostile \
+         network:localhost:PORT))"
+    );
     f2.assert_still_works("s").await;
 }
 
