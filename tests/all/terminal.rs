@@ -517,3 +517,27 @@ fn writing_a_command_to_a_background_shell_is_screened() {
     assert_eq!(waited["output"], "alive\n", "{waited}");
     assert!(work.path().join("victim").is_dir(), "nothing was deleted");
 }
+
+/// The parse check a build whose panics abort runs before parsing a line in-process: the real
+/// binary answers it, and exits 0 for any line the parser survives, even one bash rejects.
+#[test]
+fn the_binary_answers_the_approval_parse_check() {
+    use std::io::Write;
+    let home = Home::new();
+    for line in ["git -c core.pager='rm -rf build' log", "if then fi ((", ""] {
+        let mut check = home.talaria(&["__approval-parse-check"]);
+        check
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = check.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(line.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_code(&output, 0);
+        assert!(output.stdout.is_empty(), "{line}: {output:?}");
+    }
+}

@@ -27,6 +27,7 @@ mod approver;
 mod classifier;
 mod error;
 mod normalize;
+mod parse_check;
 mod paths;
 mod policy;
 mod programs;
@@ -40,6 +41,7 @@ pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
 pub use classifier::{Classifier, Finding, Risk};
 pub use error::ApprovalError;
 pub use normalize::normalize;
+pub use parse_check::{PARSE_CHECK_ARG, enable_parse_check, parse_check_main};
 pub use policy::{
     Approval, ApprovalPolicy, CommandCheck, DEFAULT_TIMEOUT, Denied, DeniedKind, PathAccess,
 };

@@ -12,6 +12,12 @@ mod commands_cmd;
 mod config_cmd;
 #[cfg(feature = "gateway")]
 mod cron_cmd;
+#[cfg(feature = "compiler")]
+mod distribution;
+// A runtime-only build (no compiler) has none of the tools for building plugins and
+// distributions: their commands say so.
+#[cfg(not(feature = "compiler"))]
+#[path = "distribution_absent.rs"]
 mod distribution;
 mod exit;
 #[cfg(feature = "gateway")]
@@ -25,9 +31,15 @@ mod memory_cmd;
 #[cfg(feature = "gateway")]
 mod pairing_cmd;
 mod plugin_compile;
+#[cfg(feature = "compiler")]
+mod plugin_dev;
+#[cfg(not(feature = "compiler"))]
+#[path = "plugin_dev_absent.rs"]
 mod plugin_dev;
 mod plugin_registry;
+#[cfg(feature = "compiler")]
 mod plugin_sdk;
+#[cfg(feature = "compiler")]
 mod plugin_templates;
 mod plugins;
 mod profile_cmd;
@@ -52,6 +64,7 @@ mod tty;
 /// The source checkout this binary was built from (this crate sits at
 /// `surfaces/cli`): the Rust SDK and pinned toolchains for plugin builds, the
 /// default source of `talaria dist build`.
+#[cfg(feature = "compiler")]
 const CHECKOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 use std::process::ExitCode;
@@ -90,12 +103,20 @@ pub fn main() -> ExitCode {
         eprintln!("warning: {error}");
     }
     let mut raw = std::env::args_os();
-    if raw.nth(1).as_deref() == Some(talaria_exec::SUPERVISE_ARG.as_ref()) {
-        return talaria_exec::supervise_main(raw.collect());
+    match raw.nth(1) {
+        Some(arg) if arg == talaria_exec::SUPERVISE_ARG => {
+            return talaria_exec::supervise_main(raw.collect());
+        }
+        Some(arg) if arg == talaria_approval::PARSE_CHECK_ARG => {
+            return talaria_approval::parse_check_main();
+        }
+        _ => {}
     }
-    // Local commands start through `talaria __supervise`, so they die with us.
+    // Local commands start through `talaria __supervise`, so they die with us; where panics
+    // abort, the approval layer has `talaria __approval-parse-check` parse a line first.
     if let Ok(exe) = std::env::current_exe() {
-        talaria_exec::enable_supervisor(exe);
+        talaria_exec::enable_supervisor(exe.clone());
+        talaria_approval::enable_parse_check(exe);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
