@@ -25,6 +25,17 @@ pub(crate) fn require_compiler() -> Result<(), String> {
     }
 }
 
+/// Why a runtime-only build refuses a plugin author's or distribution builder's `command`: it
+/// leaves their tools out.
+#[cfg(not(feature = "compiler"))]
+pub(crate) fn without_tools(command: &str) -> String {
+    format!(
+        "this Talaria is a runtime-only distribution, without the tools for building plugins and \
+         distributions: `talaria {command}` needs a Talaria that has the plugin compiler (the \
+         default distribution)"
+    )
+}
+
 /// Prints a line when a plugin starts compiling (it takes seconds for a
 /// large component).
 #[derive(Debug)]

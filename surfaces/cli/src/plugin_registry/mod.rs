@@ -6,6 +6,10 @@
 mod grants;
 mod indexes;
 pub(crate) mod install;
+#[cfg(feature = "compiler")]
+mod publish;
+#[cfg(not(feature = "compiler"))]
+#[path = "publish_absent.rs"]
 mod publish;
 
 use talaria_profile::ProfileHome;
