@@ -265,6 +265,7 @@ impl Agent {
         let someone_can_approve = !settings.yolo
             && settings.config.approvals.mode == ApprovalMode::Ask
             && approver_can_answer;
+        #[cfg(feature = "cron")]
         let cron = cron_setup(settings, home, messenger.as_deref(), &mut notices);
         let native = native_tools(NativeToolInputs {
             knowledge: &knowledge,
@@ -276,6 +277,7 @@ impl Agent {
             // Scripts need the user's approval outside a sandbox or yolo mode.
             someone_can_approve,
             messenger,
+            #[cfg(feature = "cron")]
             cron,
             clarifier,
             browser: BrowserTools::for_session(
@@ -516,7 +518,7 @@ pub struct AgentOptions {
     /// Where a surface that builds an agent per message keeps each resumed
     /// session's browser between its agents; without one the browser lives
     /// and dies with this agent.
-    pub browsers: Option<Arc<talaria_browser::BrowserKeeper>>,
+    pub browsers: Option<Arc<crate::BrowserKeeper>>,
     /// The chat platform and the person talking, where the surface is a
     /// chat: the memory provider's scope.
     pub chat_user: Option<ChatUser>,
@@ -596,10 +598,10 @@ fn open_session_db(
     }
 }
 
-/// The auxiliary model (summaries, compression), if one is configured.
 /// What `cronjob` works on: the profile's jobs in its time zone, created
 /// from the chat the session runs in. `None` (with a notice) when the zone
 /// does not read.
+#[cfg(feature = "cron")]
 fn cron_setup(
     settings: &Settings,
     home: &ProfileHome,
@@ -629,6 +631,7 @@ fn cron_setup(
     })
 }
 
+/// The auxiliary model (summaries, compression), if one is configured.
 fn auxiliary_model(settings: &Settings) -> Result<Option<Arc<Auxiliary>>, BuildError> {
     settings
         .auxiliary

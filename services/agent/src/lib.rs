@@ -34,8 +34,11 @@ pub use mcp_tools::McpServerStatus;
 pub use messenger::{MessageTarget, Messenger};
 pub use plugins::PluginStatus;
 pub use session_ops::{OpsError, SessionUsage, ToolSummary, Undone};
+#[cfg(feature = "browser")]
 pub use talaria_browser::BrowserKeeper;
 /// Attached images, prepared the same way by every surface.
 pub use talaria_images as images;
 /// The plugin types surfaces see through the agent.
 pub use talaria_plugin_host::{KindState, KindStatus, PluginCommandSpec, PluginSkin};
+#[cfg(not(feature = "browser"))]
+pub use tools::BrowserKeeper;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use talaria_profile::hermes_import::import_hermes;
+use talaria_profile::hermes_import::{ImportReport, import_hermes};
 use talaria_profile::{EnvLayer, ProfileHome};
 
 use crate::args::ImportCommand;
@@ -22,22 +22,7 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
     };
     match import_hermes(&from, home, overwrite, &env) {
         Ok(mut report) => {
-            // Hermes's jobs file has talaria-cron's layout. A broken one
-            // stops only the jobs, after the rest is reported.
-            let jobs = talaria_cron::JobStore::new(home.cron_dir())
-                .import_from(&from.join("cron"), overwrite);
-            let jobs_error = match jobs {
-                Ok(jobs) => {
-                    report.imported.extend(jobs.imported);
-                    let skipped = jobs
-                        .kept
-                        .into_iter()
-                        .map(|why| format!("{why}; not imported"));
-                    report.kept.extend(skipped);
-                    None
-                }
-                Err(error) => Some(error),
-            };
+            let jobs_error = import_jobs(&from, home, overwrite, &mut report);
             println!(
                 "Imported from {} into {}:",
                 from.display(),
@@ -69,6 +54,45 @@ pub async fn run(command: ImportCommand, home: &ProfileHome) -> Status {
         }
         Err(error) => usage_error(&error.to_string()),
     }
+}
+
+/// Imports Hermes's scheduled jobs into `report`; why they could not be, if so. Hermes's jobs
+/// file has talaria-cron's layout. A broken one stops only the jobs, after the rest is reported.
+#[cfg(feature = "gateway")]
+fn import_jobs(
+    from: &std::path::Path,
+    home: &ProfileHome,
+    overwrite: bool,
+    report: &mut ImportReport,
+) -> Option<String> {
+    match talaria_cron::JobStore::new(home.cron_dir()).import_from(&from.join("cron"), overwrite) {
+        Ok(jobs) => {
+            report.imported.extend(jobs.imported);
+            let skipped = jobs
+                .kept
+                .into_iter()
+                .map(|why| format!("{why}; not imported"));
+            report.kept.extend(skipped);
+            None
+        }
+        Err(error) => Some(error.to_string()),
+    }
+}
+
+/// A build without the gateway has nothing to run scheduled jobs: they are not mapped.
+#[cfg(not(feature = "gateway"))]
+fn import_jobs(
+    from: &std::path::Path,
+    _home: &ProfileHome,
+    _overwrite: bool,
+    report: &mut ImportReport,
+) -> Option<String> {
+    if from.join("cron").exists() {
+        report
+            .unmapped
+            .push("cron (this Talaria was built without the gateway, which runs jobs)".to_owned());
+    }
+    None
 }
 
 /// Names the imported platforms no installed chat adapter plugin serves.

@@ -16,8 +16,13 @@
 //! (`execute_code` runs scripts through the session's approval-gated
 //! executor; its tool calls go back through the hooked dispatcher).
 
+#[cfg(feature = "browser")]
+mod browser;
+#[cfg(not(feature = "browser"))]
+#[path = "browser_absent.rs"]
 mod browser;
 mod clarify;
+#[cfg(feature = "cron")]
 mod cronjob;
 mod delegate;
 mod execute_code;
@@ -41,8 +46,11 @@ use talaria_tools::{ToolEntry, ToolFlags, ToolSource};
 use crate::auxiliary::Auxiliary;
 use crate::knowledge::Knowledge;
 
+#[cfg(not(feature = "browser"))]
+pub use browser::BrowserKeeper;
 pub use browser::{BROWSER_TOOLS, BrowserTools};
 pub use clarify::{CLARIFY, ClarifyTool, MAX_CHOICES};
+#[cfg(feature = "cron")]
 pub use cronjob::{CronJobSetup, CronJobTool};
 pub use delegate::{ChildKit, DelegateTool, MAX_CHILDREN, MAX_DEPTH};
 pub use execute_code::{
@@ -91,6 +99,7 @@ pub(crate) struct NativeToolInputs<'a> {
     /// Where `send_message` delivers, when the surface has chats.
     pub messenger: Option<Arc<dyn crate::Messenger>>,
     /// The profile's scheduled jobs (`cronjob`), when their time zone reads.
+    #[cfg(feature = "cron")]
     pub cron: Option<CronJobSetup>,
     /// Who answers `clarify`, when someone can.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
@@ -127,6 +136,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         scratch_root,
         someone_can_approve,
         messenger,
+        #[cfg(feature = "cron")]
         cron,
         clarifier,
         vision,
@@ -144,6 +154,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     if let Some(messenger) = messenger {
         tools.push(Arc::new(SendMessageTool::new(messenger)));
     }
+    #[cfg(feature = "cron")]
     if let Some(cron) = cron
         && CronJobTool::offered(&exec.executor, someone_can_approve)
     {
