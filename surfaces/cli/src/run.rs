@@ -198,6 +198,8 @@ async fn chat(
     // loaded: then the banner and the first prompt wait for the agent, so
     // they are drawn in it. Otherwise typing starts at once.
     let skin_from_plugin = skins.resolve(&settings.config.display.skin).is_err();
+    // The catalog with the plugins' skins, when it was needed early.
+    let mut merged = None;
     // The build borrows the settings and the home until it has finished.
     let (built, first_read) = {
         let build = Agent::build(&settings, &home, options);
@@ -205,12 +207,13 @@ async fn chat(
         let early = if skin_from_plugin {
             let built = (&mut build).await;
             if let Ok(agent) = &built {
-                let (with_plugins, _) = skins
+                let (with_plugins, warnings) = skins
                     .clone()
                     .with_plugin_skins(crate::skins::plugin_sources(agent.plugin_skins()));
                 if let Ok(skin) = with_plugins.resolve(&settings.config.display.skin) {
                     view.set_skin(skin);
                 }
+                merged = Some((with_plugins, warnings));
             }
             Some(built)
         } else {
@@ -244,8 +247,9 @@ async fn chat(
             view.notice(&recap);
         }
     }
-    let (skins, warnings) =
-        skins.with_plugin_skins(crate::skins::plugin_sources(agent.plugin_skins()));
+    let (skins, warnings) = merged.unwrap_or_else(|| {
+        skins.with_plugin_skins(crate::skins::plugin_sources(agent.plugin_skins()))
+    });
     for warning in warnings {
         view.notice(&format!("note: {warning}"));
     }
