@@ -32,6 +32,7 @@ pub(super) async fn build(
 ) -> Result<(), String> {
     let manifest = DistManifest::load(manifest_path)?;
     let source = source_checkout(source)?;
+    check_out(out, &source)?;
     check_features(&source, &manifest)?;
     let key = DistKey::load_or_create(home, &manifest.name)?;
     let binary = build_binary(&source, &manifest, &key.public())?;
@@ -95,6 +96,13 @@ pub(super) async fn build(
     // The install lock and staging area are build leftovers, not part of the distribution.
     let _ = std::fs::remove_file(plugins_dir.join(".install.lock"));
     let _ = std::fs::remove_dir_all(plugins_dir.join(".staging"));
+    // A profile's lockfile is private to its user; a distribution's is read by whoever runs it.
+    let lockfile = partial.join("plugins.lock");
+    if lockfile.is_file() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&lockfile, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| format!("{}: {e}", lockfile.display()))?;
+    }
 
     if !manifest.plugins.is_empty() {
         if manifest.compiles_plugins() {
@@ -117,6 +125,37 @@ pub(super) async fn build(
         key.path().display(),
         out.join(super::signing::PUBLIC_KEY_FILE).display()
     );
+    Ok(())
+}
+
+/// Where cargo builds `source`: `CARGO_TARGET_DIR`, else its `target`.
+fn cargo_target_dir(source: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                source.join(dir)
+            }
+        })
+        .unwrap_or_else(|| source.join("target"))
+}
+
+/// Refuses an `--out` that replacing would delete cargo's own files: the target directory,
+/// a directory holding it, or one directly in it (a profile's, such as `target/dist`).
+fn check_out(out: &Path, source: &Path) -> Result<(), String> {
+    let absolute =
+        |path: &Path| std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()));
+    let (out_abs, target) = (absolute(out)?, absolute(&cargo_target_dir(source))?);
+    if target.starts_with(&out_abs) || out_abs.parent() == Some(target.as_path()) {
+        return Err(format!(
+            "--out {} is cargo's own directory (or holds it): building replaces the --out \
+             directory, so choose one elsewhere, e.g. {}",
+            out.display(),
+            target.join("distributions").join("NAME").display()
+        ));
+    }
     Ok(())
 }
 
@@ -244,16 +283,7 @@ fn cargo_build(
     if !status.success() {
         return Err(format!("cargo build failed ({status})"));
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|dir| {
-            if dir.is_absolute() {
-                dir
-            } else {
-                source.join(dir)
-            }
-        })
-        .unwrap_or_else(|| source.join("target"));
+    let target = cargo_target_dir(source);
     let profile_dir = match profile {
         "dev" | "test" => "debug",
         "bench" => "release",
@@ -425,5 +455,25 @@ mod tests {
             refused.contains("not a Talaria source checkout"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn an_out_that_replacing_would_delete_cargos_files_is_refused() {
+        let source = tempfile::tempdir().unwrap();
+        let target = cargo_target_dir(source.path());
+        for cargos in [
+            target.clone(),
+            target.join("dist"),
+            target.parent().unwrap().into(),
+        ] {
+            let refused = check_out(&cargos, source.path()).unwrap_err();
+            assert!(refused.contains("cargo's own directory"), "{refused}");
+        }
+        for fine in [
+            target.join("dist").join("minimal"),
+            source.path().join("out"),
+        ] {
+            check_out(&fine, source.path()).unwrap();
+        }
     }
 }
