@@ -110,49 +110,47 @@ fn run_terminal_turn(dist: &Path) -> (ScriptedServer, std::process::Output, Home
     (server, output, home)
 }
 
+/// Runs the distribution's `talaria ARGS` on `home` (also its working directory), which must
+/// fail; its stderr.
+fn refused(dist: &Path, home: &Home, args: &[&str]) -> String {
+    let output = Command::new(dist.join("talaria"))
+        .args(args)
+        .current_dir(home.path())
+        .env_clear()
+        .env("TALARIA_HOME", home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+    stderr
+}
+
 /// The minimal distribution is the terminal alone and cannot compile: the other surfaces are not
 /// subcommands of it, `plugin install` says it cannot and installs nothing, and compiled plugins
 /// whose signature does not verify are not loaded (nor compiled).
 fn minimal_is_terminal_only_and_runtime_only(dist: &Path) {
     let home = Home::new();
     for surface in ["gateway", "acp", "serve", "batch", "cron", "mcp"] {
-        let output = Command::new(dist.join("talaria"))
-            .args([surface, "--help"])
-            .env_clear()
-            .env("TALARIA_HOME", home.path())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = refused(dist, &home, &[surface, "--help"]);
         assert!(
-            !output.status.success() && stderr.contains("unrecognized subcommand"),
+            stderr.contains("unrecognized subcommand"),
             "{surface}: {stderr}"
         );
     }
     crate::common::build_plugins();
     let package = repo().join("target/plugins/test/noop");
-    let output = Command::new(dist.join("talaria"))
-        .args(["plugin", "install"])
-        .arg(&package)
-        .env_clear()
-        .env("TALARIA_HOME", home.path())
-        .env("HOME", home.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
+    let stderr = refused(
+        dist,
+        &home,
+        &["plugin", "install", package.to_str().unwrap()],
+    );
     assert!(stderr.contains("runtime-only distribution"), "{stderr}");
     assert!(!home.path().join("plugins/noop").exists());
     // The tools for building plugins are left out too, and say so.
-    let output = Command::new(dist.join("talaria"))
-        .args(["plugin", "new", "word_count"])
-        .current_dir(home.path())
-        .env_clear()
-        .env("TALARIA_HOME", home.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused(dist, &home, &["plugin", "new", "word_count"]);
     assert!(
-        !output.status.success() && stderr.contains("without the tools for building plugins"),
+        stderr.contains("without the tools for building plugins"),
         "{stderr}"
     );
     assert!(!home.path().join("word_count").exists());
