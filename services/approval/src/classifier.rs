@@ -173,17 +173,17 @@ impl Classifier {
     /// time is judged as each line it may spell and is at least dangerous. A line bash would
     /// not parse is judged on its text and is at least dangerous.
     pub fn classify(&self, command: &str) -> Risk {
+        // Where panics abort, a child parses the line and every line it runs first.
+        if !crate::parse_check::parser_survives(command) {
+            return self.unparseable(command);
+        }
         self.classify_nested(command, 0)
     }
 
     fn classify_nested(&self, command: &str, depth: usize) -> Risk {
         let parsed = crate::syntax::parse(command);
         if parsed.unparseable {
-            return at_least_dangerous(
-                self.classify_text(command),
-                "unparseable",
-                "is not a command line bash can parse, so it cannot be checked",
-            );
+            return self.unparseable(command);
         }
         let Ok(programs) = crate::programs::Programs::builtin() else {
             // The built-in data is checked by tests; without it only the text can be judged.
@@ -243,6 +243,15 @@ impl Classifier {
         risk
     }
 
+    /// A line bash would not parse: judged on its text, at least dangerous.
+    fn unparseable(&self, command: &str) -> Risk {
+        at_least_dangerous(
+            self.classify_text(command),
+            "unparseable",
+            "is not a command line bash can parse, so it cannot be checked",
+        )
+    }
+
     /// Classifies the text of `command` against the lists: hardline rules first (and the
     /// fork-bomb shapes regexes cannot express), then protected ones, then dangerous ones, each
     /// in file order; the first match wins.
@@ -276,6 +285,21 @@ impl Classifier {
 
 /// How many command lines deep (a payload's payload …) the screen follows.
 const MAX_SPAWN_DEPTH: usize = 8;
+
+/// Parses `command` and every line it runs that [`Classifier::classify`] would parse (the
+/// same walk, with no lists to judge by): what the parse check's child does.
+pub(crate) fn parse_all(command: &str, depth: usize) {
+    let parsed = crate::syntax::parse(command);
+    let Ok(programs) = crate::programs::Programs::builtin() else {
+        return;
+    };
+    if parsed.unparseable || depth >= MAX_SPAWN_DEPTH {
+        return;
+    }
+    for line in &crate::screen::screen(command, &parsed, programs).spawned {
+        parse_all(line, depth + 1);
+    }
+}
 
 impl Risk {
     fn severity(&self) -> u8 {

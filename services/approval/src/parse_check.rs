@@ -2,10 +2,10 @@
 //!
 //! A line the parser panics on is unparseable, never a crash: where panics unwind,
 //! [`crate::syntax`] catches the panic. A build with `panic = "abort"` (the slim
-//! distributions) cannot, so before parsing a line in-process it has a child parse it first:
-//! the parser is deterministic, so a line the child survived cannot take this process down, and
-//! a child that died (or could not run) makes the line unparseable: at least dangerous, so the
-//! user is asked. The child is this same program started with [`PARSE_CHECK_ARG`].
+//! distributions) cannot, so before classifying a line it has a child parse it, and every line
+//! it runs, first (one child per command): the parser is deterministic, so a line the child
+//! survived cannot take this process down, and a child that died (or could not run) makes the
+//! line unparseable: at least dangerous, so the user is asked. The child is this same program started with [`PARSE_CHECK_ARG`].
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,14 +25,15 @@ pub fn enable_parse_check(exe: PathBuf) {
     let _ = CHECKER.set(exe);
 }
 
-/// The parse check's `main`: parses its standard input as a command line and exits 0 whatever
-/// the parser made of it; a panic kills it (abort) or makes it exit 101 (unwind).
+/// The parse check's `main`: parses its standard input as a command line, and every line it
+/// runs, and exits 0 whatever the parser made of them; a panic kills it (abort) or makes it
+/// exit 101 (unwind).
 pub fn parse_check_main() -> ExitCode {
     let mut line = String::new();
     if std::io::stdin().read_to_string(&mut line).is_err() {
         return ExitCode::FAILURE;
     }
-    let _ = crate::syntax::parse_unguarded(&line);
+    crate::classifier::parse_all(&line, 0);
     ExitCode::SUCCESS
 }
 

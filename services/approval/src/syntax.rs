@@ -82,7 +82,8 @@ pub(crate) struct Assigned {
 }
 
 /// Parses `command`. A parser that fails in any way, even by panicking, makes the line
-/// unparseable: never a crash (where panics abort, [`crate::parse_check`] sees to that).
+/// unparseable: never a crash (where panics abort, [`crate::parse_check`] has a child parse
+/// the whole line first).
 pub(crate) fn parse(command: &str) -> Parsed {
     let unparseable = Parsed {
         unparseable: true,
@@ -91,9 +92,6 @@ pub(crate) fn parse(command: &str) -> Parsed {
     // The parser recurses per level: a hostile line nested thousands deep would overflow the
     // stack (an abort, not a panic), so it is not parsed.
     if nesting(command) > MAX_NESTING {
-        return unparseable;
-    }
-    if !crate::parse_check::parser_survives(command) {
         return unparseable;
     }
     std::panic::catch_unwind(|| parse_unguarded(command)).unwrap_or(unparseable)
@@ -125,7 +123,7 @@ fn nesting(text: &str) -> usize {
     deepest
 }
 
-pub(crate) fn parse_unguarded(command: &str) -> Parsed {
+fn parse_unguarded(command: &str) -> Parsed {
     let options = ParserOptions::default();
     let mut parser = Parser::new(std::io::Cursor::new(command.as_bytes()), &options);
     let Ok(program) = parser.parse_program() else {
