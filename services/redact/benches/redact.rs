@@ -1,5 +1,7 @@
 //! What redaction costs on a tool result: `cargo bench -p talaria-redact --bench redact` prints a
-//! table of microseconds per 50 KB result, with no secret in it and with one in every line.
+//! table of microseconds per 50 KB result, with no secret in it, with one in every line, and for
+//! source code that names keys and tokens (tests/corpus/code.txt) as it is and as read_file
+//! returns it (JSON, numbered lines), which the redactor reads through its escapes.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::hint::black_box;
@@ -28,7 +30,39 @@ fn micros_per_result(text: &str) -> f64 {
     start.elapsed().as_secs_f64() * 1e6 / f64::from(ROUNDS)
 }
 
+/// 50 KB of code.txt's lines.
+fn source_code() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/code.txt");
+    let corpus = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = corpus.lines().filter(|l| !l.starts_with("# ")).collect();
+    result_of(|i| lines[i % lines.len()].to_owned())
+}
+
+/// `text` as the fs plugin's read_file returns it to the dispatcher.
+fn read_file_result(text: &str) -> String {
+    let mut content = String::new();
+    for (index, line) in text.lines().enumerate() {
+        if index > 0 {
+            content.push_str("\\n");
+        }
+        content.push_str(&format!("{:>6}\\t", index + 1));
+        for c in line.chars() {
+            match c {
+                '"' => content.push_str("\\\""),
+                '\\' => content.push_str("\\\\"),
+                '\t' => content.push_str("\\t"),
+                c => content.push(c),
+            }
+        }
+    }
+    format!(
+        r#"{{"content":"{content}","total_lines":{}}}"#,
+        text.lines().count()
+    )
+}
+
 fn main() {
+    let code = source_code();
     let cases = [
         (
             "build log, no secret",
@@ -46,6 +80,8 @@ fn main() {
             ".env, a key on every line",
             result_of(|i| format!("SERVICE_{i}_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx{i:08}")),
         ),
+        ("source code naming keys, no secret", code.clone()),
+        ("the same as a read_file result", read_file_result(&code)),
     ];
     println!(
         "{} KB results, {ROUNDS} rounds, mean per result:",

@@ -2,20 +2,28 @@
 //!
 //! Text on its way to the model, the session store, spill files, logs and exports passes
 //! [`redact`]: provider and platform keys (OpenAI, Anthropic, OpenRouter, GitHub, Slack, Google,
-//! AWS, Stripe, Telegram, Hugging Face, npm, PyPI, GitLab …), JWTs, `Bearer`/`Basic` credentials,
-//! passwords in URLs, PEM private key blocks and the values of fields whose name says key, token,
-//! secret or password (`KEY=value` lines, JSON, YAML, TOML, headers, `--password x`) become
-//! `<short prefix>…[REDACTED]`, so the model can still tell which key stands where. Files on disk
-//! are never changed by it; a tool call that would write a marker back is refused by the caller
-//! ([`contains_marker`]).
+//! AWS, Stripe, Telegram, Hugging Face, npm, PyPI, GitLab, Perplexity, Notion, Tavily …), JWTs,
+//! `Bearer`/`Basic`/`Authorization: token` credentials, passwords in URLs, PEM private key blocks
+//! and the values of fields whose name says key, token, secret or password (`KEY=value` lines,
+//! JSON, YAML, TOML, headers, `--password x`) become `<short prefix>…[REDACTED]`, so the model can
+//! still tell which key stands where. Files on disk are never changed by it; a tool call that
+//! would write a marker back is refused by the caller ([`contains_marker`]).
+//!
+//! Text is read through its JSON and markdown escapes (a tool result is a JSON object, a fetched
+//! page is markdown), and only the secrets are replaced: every other character, newlines and
+//! names included, stays where it was. A field's value is judged before it goes: code that names a
+//! secret (`token = await getToken()`) is not one (`fields`, README "Judgement calls").
 //!
 //! Hashes, UUIDs, git SHAs and base64 data have no key prefix and no secret-named field, so they
 //! pass unchanged (`tests/corpus/survivors.txt`).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::ops::Range;
 
-use regex::{Captures, Regex};
+mod fields;
+mod formats;
+mod judge;
+mod view;
 
 /// What replaces a secret, after the short prefix kept of it.
 pub const MARKER: &str = "…[REDACTED]";
@@ -23,103 +31,60 @@ pub const MARKER: &str = "…[REDACTED]";
 /// The tag a marker is recognised by.
 const MARKER_TAG: &str = "[REDACTED]";
 
-/// One way a secret shows up: the regex, and the capture group that is the secret.
-struct Rule {
-    regex: Regex,
-    group: usize,
-}
-
-/// The rules, in the order they run: formats first, so a field rule sees their markers and
-/// leaves them alone.
-const RULES: &[(&str, usize)] = &[
-    // PEM private key blocks: the body goes, the armour lines stay.
-    (
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY-----",
-        1,
-    ),
-    // OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-), Anthropic (sk-ant-…), OpenRouter (sk-or-v1-).
-    (
-        r"\b(sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-|ant-|or-v1-)?[A-Za-z0-9_-]{20,})",
-        1,
-    ),
-    // GitHub tokens and fine-grained tokens.
-    (
-        r"\b(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
-        1,
-    ),
-    // GitLab, Hugging Face, npm, PyPI, DigitalOcean, SendGrid.
-    (
-        r"\b(glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|pypi-AgE[A-Za-z0-9_-]{40,}|do[pro]_v1_[a-f0-9]{64}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})",
-        1,
-    ),
-    // Slack tokens and incoming webhooks.
-    (
-        r"\b(xox[abposre]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]{20,})",
-        1,
-    ),
-    // Google API keys.
-    (r"\b(AIza[0-9A-Za-z_-]{35})", 1),
-    // AWS access key ids (the secret key is caught as a secret-named field).
-    (
-        r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16})\b",
-        1,
-    ),
-    // Stripe secret, restricted and webhook-signing keys.
-    (
-        r"\b((?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,})",
-        1,
-    ),
-    // Telegram bot tokens.
-    (r"\b(\d{8,10}:AA[0-9A-Za-z_-]{33})\b", 1),
-    // JSON Web Tokens.
-    (
-        r"\b(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
-        1,
-    ),
-    // Bearer and Basic credentials (headers, curl -H, logs).
-    (r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{8,}=*)", 1),
-    // A password in a URL: scheme://user:password@host.
-    (r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:([^/\s@]{3,})@", 1),
-    // Command-line flags that take a secret: --password x, --token=x.
-    (
-        r"(?i)--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-key)(?:=|\s+)([^\s'\x22]{4,})",
-        1,
-    ),
-    // Fields whose name says so, in env files, JSON, YAML, TOML, INI and headers; the value
-    // quoted or bare.
-    (
-        r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]*(?:api[_.-]?key|apikey|access[_.-]?key|secret[_.-]?(?:access[_.-]?)?key|private[_.-]?key|client[_.-]?secret|signing[_.-]?key|encryption[_.-]?key|master[_.-]?key|secret|token|password|passwd|pwd|passphrase))["']?[ \t]*[:=][ \t]*(?:"(?P<double>[^"\n]{4,})"|'(?P<single>[^'\n]{4,})'|(?P<bare>[^\s"',;}\]]{4,}))"#,
-        0,
-    ),
-];
-
-fn rules() -> &'static [Rule] {
-    static RULES_COMPILED: OnceLock<Vec<Rule>> = OnceLock::new();
-    RULES_COMPILED.get_or_init(|| {
-        RULES
-            .iter()
-            .filter_map(|(pattern, group)| {
-                // The patterns are constants checked by the tests; one that failed to compile
-                // would be skipped rather than take the agent down.
-                Regex::new(pattern).ok().map(|regex| Rule {
-                    regex,
-                    group: *group,
-                })
-            })
-            .collect()
-    })
-}
-
 /// `text` with every secret replaced by its short prefix and [`MARKER`]; borrowed when nothing
 /// was found.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let mut current = Cow::Borrowed(text);
-    for rule in rules() {
-        if let Cow::Owned(changed) = rule.apply(&current) {
-            current = Cow::Owned(changed);
-        }
+    let view = view::View::new(text);
+    let mut secrets = Vec::new();
+    formats::find(&view.text, &mut secrets);
+    fields::find(&view.text, &mut secrets);
+    if secrets.is_empty() {
+        return Cow::Borrowed(text);
     }
-    current
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut changed = false;
+    for secret in merged(secrets) {
+        let Some(value) = view.text.get(secret.clone()) else {
+            continue;
+        };
+        // A secret found twice (a format inside a field) or an earlier marker: leave it.
+        if value.contains(MARKER_TAG) {
+            continue;
+        }
+        let kept = kept_prefix(value);
+        let start = view.original(secret.start);
+        let kept_end = view.original(secret.start + kept);
+        let end = view.original(secret.end);
+        let Some(before) = text.get(copied..kept_end).filter(|_| kept_end <= end) else {
+            continue;
+        };
+        if start < copied || !text.is_char_boundary(end) {
+            continue;
+        }
+        out.push_str(before);
+        out.push_str(MARKER);
+        // A secret over several lines (a PEM body) keeps its line breaks, as the original
+        // writes them (`\n`, `\r\n`, or escaped in JSON): the lines after it keep their numbers.
+        for (offset, _) in value[kept..].match_indices('\n') {
+            let at = secret.start + kept + offset;
+            let from = if value[..kept + offset].ends_with('\r') {
+                view.original(at - 1)
+            } else {
+                view.original(at)
+            };
+            if let Some(newline) = text.get(from.max(kept_end)..view.original(at + 1)) {
+                out.push_str(newline);
+            }
+        }
+        copied = end;
+        changed = true;
+    }
+    if !changed {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 /// Whether `text` holds a redaction marker: writing it back would replace a secret with it.
@@ -127,73 +92,26 @@ pub fn contains_marker(text: &str) -> bool {
     text.contains(MARKER_TAG)
 }
 
-impl Rule {
-    fn apply<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.regex
-            .replace_all(text, |captures: &Captures<'_>| self.replace(captures))
-    }
-
-    /// The match with its secret part masked.
-    fn replace(&self, captures: &Captures<'_>) -> String {
-        let whole = captures.get(0).map_or("", |m| m.as_str());
-        // A field rule's value is whichever of its groups matched; `PWD` is a directory.
-        let secret = if self.group == 0 {
-            let name = captures.name("name").map_or("", |m| m.as_str());
-            if name.eq_ignore_ascii_case("pwd") || name.eq_ignore_ascii_case("oldpwd") {
-                return whole.to_owned();
-            }
-            ["double", "single", "bare"]
-                .iter()
-                .find_map(|group| captures.name(group))
-        } else {
-            captures.get(self.group)
-        };
-        let Some(secret) = secret else {
-            return whole.to_owned();
-        };
-        let value = secret.as_str();
-        if !worth_redacting(value) {
-            return whole.to_owned();
+/// The ranges in order, overlapping ones joined.
+fn merged(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_unstable_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match out.last_mut() {
+            Some(last) if range.start < last.end => last.end = last.end.max(range.end),
+            _ => out.push(range),
         }
-        let start = secret.start() - captures.get(0).map_or(0, |m| m.start());
-        let end = start + value.len();
-        format!("{}{}{}", &whole[..start], masked(value), &whole[end..])
     }
+    out
 }
 
-/// A value that is not a secret: a reference, a placeholder, a number, an existing marker.
-fn worth_redacting(value: &str) -> bool {
-    let lower = value.trim().to_ascii_lowercase();
-    const PLACEHOLDERS: &[&str] = &[
-        "null",
-        "none",
-        "true",
-        "false",
-        "changeme",
-        "change_me",
-        "example",
-        "placeholder",
-        "redacted",
-        "secret",
-        "password",
-        "undefined",
-    ];
-    !(value.contains("[REDACTED")
-        || lower.starts_with(['$', '<', '{', '%', '*'])
-        || lower.starts_with("your")
-        || lower.starts_with("xxxx")
-        || lower.starts_with("process.env")
-        || lower.starts_with("os.environ")
-        || lower.starts_with("env.")
-        || PLACEHOLDERS.contains(&lower.as_str())
-        || (lower.len() < 8 && lower.chars().all(|c| c.is_ascii_digit())))
-}
-
-/// The kept prefix (a quarter of the value, at most six characters) and the marker.
-fn masked(value: &str) -> String {
+/// The length in bytes of the prefix kept of a secret: a quarter of it, at most six characters.
+fn kept_prefix(value: &str) -> usize {
     let keep = (value.chars().count() / 4).min(6);
-    let prefix: String = value.chars().take(keep).collect();
-    format!("{prefix}{MARKER}")
+    value
+        .char_indices()
+        .nth(keep)
+        .map_or(value.len(), |(i, _)| i)
 }
 
 #[cfg(test)]
@@ -202,7 +120,9 @@ mod tests {
 
     #[test]
     fn every_rule_compiles() {
-        assert_eq!(rules().len(), RULES.len());
+        let (compiled, all) = formats::count();
+        assert_eq!(compiled, all);
+        assert!(fields::compiles());
     }
 
     #[test]
@@ -231,13 +151,31 @@ mod tests {
     }
 
     #[test]
-    fn references_placeholders_and_numbers_stay() {
+    fn escaped_text_keeps_its_escapes_and_lines() {
+        let result = r#"{"content":"     1\tA_TOKEN=abc123def456\n     2\tB_PASSWORD=zzzyyyxxx999\n     3\tx = {\"api_key\": \"abcd1234efgh5678\"}"}"#;
+        assert_eq!(
+            redact(result),
+            r#"{"content":"     1\tA_TOKEN=abc…[REDACTED]\n     2\tB_PASSWORD=zzz…[REDACTED]\n     3\tx = {\"api_key\": \"abcd…[REDACTED]\"}"}"#
+        );
+        assert_eq!(
+            redact(r"token ghp\_abcdefghijklmnopqrstuvwxyz0123456789"),
+            r"token ghp\_ab…[REDACTED]"
+        );
+    }
+
+    #[test]
+    fn references_placeholders_numbers_and_code_stay() {
         for text in [
             "token=${DEPLOY_TOKEN}",
             "password: <your password>",
             "max_tokens: 4096",
             "api_key: null",
             "OPENAI_API_KEY=$OPENAI_API_KEY",
+            "const token = await getToken();",
+            "api_key = config.get('api_key')",
+            "HA_TOKEN=os.getenv('HOMEASSISTANT_TOKEN')",
+            "password: Option<String>,",
+            "token: refused HTTP request to http://127.0.0.1:8080/",
         ] {
             assert_eq!(redact(text), text);
         }
