@@ -35,7 +35,7 @@ pub enum Category {
     PromptInjection,
     /// Fake conversation turns or chat-template markers (`system:`, `<|im_start|>`, `[INST]`).
     RoleHijack,
-    /// Telling the agent to hide things from its user.
+    /// Telling the agent to hide things from its user, or to leave no trace (no script on disk).
     Deception,
     /// Sending secrets somewhere or reading credential files.
     Exfiltration,
@@ -47,8 +47,9 @@ pub enum Category {
     InvisibleUnicode,
     /// A secret written out in the text (`api_key="sk-…"`): never worth remembering.
     Credential,
-    /// Text that makes agents spread or report in: beacon to a command-and-control server,
-    /// register as a node, copy the instruction into other files or agents.
+    /// Text that makes agents spread or report in: beacon or send heartbeats to a
+    /// command-and-control server, register as a node, take tasking from it, connect to a C2
+    /// framework, unset the agent's own keys, copy the instruction into other files or agents.
     Promptware,
 }
 

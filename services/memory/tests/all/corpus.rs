@@ -21,12 +21,66 @@ struct Entry {
     line: usize,
     raw: String,
     text: String,
-    /// The `[category]` section it is in (threats.txt only).
-    section: Option<Category>,
+    /// The section it is in (threats.txt only).
+    section: Option<Section>,
 }
 
-/// Reads a corpus file: one entry a line, `[category]` section headers, `#` comments and blank
-/// lines skipped.
+/// A `[category]`, `[memory:category]` or `[document:category]` header of threats.txt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Section {
+    category: Category,
+    scope: Where,
+}
+
+/// Where the entries of a threats.txt section must be flagged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Where {
+    /// `[category]`: as a memory entry with that category, and as a document too unless the
+    /// category is one whose rules apply to memory only (persistence, credential).
+    Default,
+    /// `[memory:category]`: as a memory entry with that category, and NOT as a document: a
+    /// threat only in memory, caught by rules marked `applies = "memory"`.
+    Memory,
+    /// `[document:category]`: with that category both as a memory entry and as a document.
+    Document,
+}
+
+/// Categories whose rules mostly apply to memory only.
+const MEMORY_ONLY_CATEGORIES: [Category; 2] = [Category::Persistence, Category::Credential];
+
+impl Section {
+    /// The section a header line opens, if it is one. A `memory:`/`document:` prefix with an
+    /// unknown category is a typo and panics; any other bracketed line is an entry.
+    fn parse(line: &str) -> Option<Section> {
+        let inner = line.strip_prefix('[')?.strip_suffix(']')?;
+        let (scope, name) = match inner.split_once(':') {
+            Some(("memory", name)) => (Where::Memory, name),
+            Some(("document", name)) => (Where::Document, name),
+            _ => (Where::Default, inner),
+        };
+        let category = Category::ALL.into_iter().find(|c| c.as_str() == name);
+        assert!(
+            category.is_some() || scope == Where::Default,
+            "unknown category in section header {line:?}"
+        );
+        Some(Section {
+            category: category?,
+            scope,
+        })
+    }
+
+    /// Whether the entries must be flagged when scanned as a document.
+    fn flagged_as_document(self) -> bool {
+        match self.scope {
+            Where::Default => !MEMORY_ONLY_CATEGORIES.contains(&self.category),
+            Where::Memory => false,
+            Where::Document => true,
+        }
+    }
+}
+
+/// Reads a corpus file: one entry a line, section headers (see [`Section`]), `#` comments and
+/// blank lines skipped.
 fn load(name: &str) -> Vec<Entry> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/corpus")
@@ -39,10 +93,8 @@ fn load(name: &str) -> Vec<Entry> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        if let Some(name) = trimmed.strip_prefix('[').and_then(|s| s.strip_suffix(']'))
-            && let Some(category) = Category::ALL.into_iter().find(|c| c.as_str() == name)
-        {
-            section = Some(category);
+        if let Some(header) = Section::parse(trimmed) {
+            section = Some(header);
             continue;
         }
         entries.push(Entry {
@@ -108,7 +160,10 @@ fn threats_are_flagged_with_their_category() {
         chinese >= MIN_CHINESE_THREATS,
         "threats.txt has {chinese} Chinese entries, needs at least {MIN_CHINESE_THREATS}"
     );
-    let covered: BTreeSet<Category> = entries.iter().filter_map(|e| e.section).collect();
+    let covered: BTreeSet<Category> = entries
+        .iter()
+        .filter_map(|e| e.section.map(|s| s.category))
+        .collect();
     for category in Category::ALL {
         assert!(
             covered.contains(&category),
@@ -118,7 +173,10 @@ fn threats_are_flagged_with_their_category() {
     let failures: Vec<String> = entries
         .iter()
         .filter_map(|entry| {
-            let expected = entry.section.expect("every threat is under a [category] header");
+            let expected = entry
+                .section
+                .expect("every threat is under a [category] header")
+                .category;
             let found = scanner().scan_all(&entry.text);
             (!found.iter().any(|t| t.category == expected)).then(|| {
                 let got: Vec<String> = found.iter().map(|t| t.rule_id.clone()).collect();
@@ -215,22 +273,86 @@ fn documents_may_describe_what_memory_must_not_hold() {
 
 #[test]
 fn attacks_other_than_persistence_and_credentials_are_flagged_in_documents_too() {
-    let memory_only = [Category::Persistence, Category::Credential];
-    let missed: Vec<String> = load("threats.txt")
+    let failures: Vec<String> = load("threats.txt")
         .iter()
-        .filter(|entry| entry.section.is_some_and(|c| !memory_only.contains(&c)))
-        .filter(|entry| {
-            scanner()
-                .scan_all_in(&entry.text, Scope::Document)
-                .is_empty()
+        .filter_map(|entry| {
+            let section = entry.section?;
+            let found = scanner().scan_all_in(&entry.text, Scope::Document);
+            let ids = || -> Vec<String> { found.iter().map(|t| t.rule_id.clone()).collect() };
+            if section.flagged_as_document() {
+                // A `[document:…]` section names the category expected in documents too.
+                let missed = match section.scope {
+                    Where::Document => !found.iter().any(|t| t.category == section.category),
+                    _ => found.is_empty(),
+                };
+                missed.then(|| {
+                    format!(
+                        "threats.txt:{}: {:?}\n    as a document: expected {}, got {:?}",
+                        entry.line,
+                        entry.raw,
+                        section.category,
+                        ids()
+                    )
+                })
+            } else if section.scope == Where::Memory {
+                (!found.is_empty()).then(|| {
+                    format!(
+                        "threats.txt:{}: {:?}\n    under [memory:{}] but flagged as a document: {:?} \
+                         (move it to [document:{}])",
+                        entry.line,
+                        entry.raw,
+                        section.category,
+                        ids(),
+                        section.category
+                    )
+                })
+            } else {
+                None
+            }
         })
-        .map(|entry| format!("threats.txt:{}: {:?}", entry.line, entry.raw))
         .collect();
     assert!(
-        missed.is_empty(),
-        "not flagged as documents:\n{}",
-        missed.join("\n")
+        failures.is_empty(),
+        "{} threats misjudged as documents:\n{}",
+        failures.len(),
+        failures.join("\n")
     );
+}
+
+#[test]
+fn section_headers_set_category_and_scope() {
+    let section = |scope, category| Some(Section { category, scope });
+    assert_eq!(
+        Section::parse("[promptware]"),
+        section(Where::Default, Category::Promptware)
+    );
+    assert_eq!(
+        Section::parse("[memory:credential]"),
+        section(Where::Memory, Category::Credential)
+    );
+    assert_eq!(
+        Section::parse("[document:persistence]"),
+        section(Where::Document, Category::Persistence)
+    );
+    // Entries that happen to be bracketed stay entries.
+    assert_eq!(Section::parse("[INST] hi [/INST]"), None);
+    assert_eq!(Section::parse("[system: note]"), None);
+    assert!(
+        section(Where::Default, Category::Persistence).is_some_and(|s| !s.flagged_as_document())
+    );
+    assert!(
+        section(Where::Document, Category::Persistence).is_some_and(Section::flagged_as_document)
+    );
+    assert!(
+        section(Where::Default, Category::Promptware).is_some_and(Section::flagged_as_document)
+    );
+    assert!(section(Where::Memory, Category::Promptware).is_some_and(|s| !s.flagged_as_document()));
+}
+
+#[test]
+#[should_panic(expected = "unknown category")]
+fn a_scoped_header_with_an_unknown_category_is_an_error() {
+    Section::parse("[document:promptwear]");
 }
 
 #[test]
