@@ -170,8 +170,10 @@ impl Classifier {
     /// Classifies `command` as bash would run it: the lists judge the line with data arguments
     /// masked and abbreviated options written out, and every command line its programs run
     /// (option values, `-c` payloads, fed scripts, substitutions); a command word built at run
-    /// time is judged as each line it may spell and is at least dangerous. A line bash would
-    /// not parse is judged on its text and is at least dangerous.
+    /// time is judged as each line it may spell and is at least dangerous, and so is a shell or
+    /// interpreter named as the program data is handed to (`man -P sh`) and a path to another
+    /// process's environment or memory however spelled. A line bash would not parse is judged
+    /// on its text and is at least dangerous.
     pub fn classify(&self, command: &str) -> Risk {
         // Where panics abort, a child parses the line and every line it runs first.
         if !crate::parse_check::parser_survives(command) {
@@ -212,6 +214,12 @@ impl Classifier {
                 "nested-too-deep",
                 "runs commands nested too deep to check",
             );
+        }
+        if let Some(why) = &screening.runs_handed_data {
+            risk = at_least_dangerous(risk, "interpreter-as-filter", why);
+        }
+        if let Some(read) = screening.process_read {
+            risk = at_least_dangerous(risk, read.id(), read.description());
         }
         if screening.masked_runnable && screening.rewritten != command {
             risk = match self.classify_text(command) {

@@ -30,6 +30,7 @@ mod normalize;
 mod parse_check;
 mod paths;
 mod policy;
+mod procfs;
 mod programs;
 mod protected;
 mod screen;

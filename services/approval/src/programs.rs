@@ -1,6 +1,6 @@
 //! What the syntax screen knows about programs (`programs.toml`): which run their arguments,
-//! which take only data, which options and variables name a command they run, and which accept
-//! abbreviated long options.
+//! which take only data, which options and variables name a command they run (or a program they
+//! hand data to), which run what they are handed, and which accept abbreviated long options.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
@@ -22,24 +22,62 @@ pub(crate) enum Arguments {
     Unknown,
 }
 
+/// What the value of an option or variable that names a command is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spawned {
+    /// A command line, run as it is (`git rebase -x 'make test'`).
+    CommandLine,
+    /// A program the program hands data to: its output, a file, its temporary data
+    /// (`man -P less`, `rg --pre pdftotext`).
+    Filter,
+}
+
 /// An option whose value is `KEY=VALUE`, where some keys name a command (`git -c core.pager=…`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Keyed {
     pub option: String,
+    /// Keys whose value is a command line.
+    #[serde(default)]
     keys: Vec<String>,
+    /// Keys whose value is a program handed data.
+    #[serde(default)]
+    filters: Vec<String>,
 }
 
 impl Keyed {
-    /// Whether `key` (lower case) names a command.
-    pub fn names_command(&self, key: &str) -> bool {
-        self.keys
-            .iter()
-            .any(|listed| match listed.strip_suffix('*') {
-                Some(prefix) => key.starts_with(prefix),
-                None => key == listed,
-            })
+    /// What `key` (lower case) names, if a command.
+    pub fn names_command(&self, key: &str) -> Option<Spawned> {
+        let listed = |list: &[String]| list.iter().any(|pattern| key_matches(pattern, key));
+        if listed(&self.filters) {
+            Some(Spawned::Filter)
+        } else if listed(&self.keys) {
+            Some(Spawned::CommandLine)
+        } else {
+            None
+        }
     }
+}
+
+/// Whether `key` fits `pattern`, where each `*` stands for any text (`diff.*.textconv`).
+fn key_matches(pattern: &str, key: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = key.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else {
+        // No `*`: the whole key.
+        return rest.is_empty();
+    };
+    for part in parts {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Options of one command whose value is a command it runs.
@@ -48,8 +86,15 @@ impl Keyed {
 pub(crate) struct Spawn {
     /// Program and subcommands, space separated (`git rebase`).
     pub command: String,
+    /// Options whose value is a command line.
     #[serde(default)]
     pub options: Vec<String>,
+    /// Options whose value is a program handed data.
+    #[serde(default)]
+    pub filters: Vec<String>,
+    /// Options (among both) that take their value attached only (`-Hfirefox`).
+    #[serde(default)]
+    pub optional: Vec<String>,
     #[serde(default)]
     pub keyed: Option<Keyed>,
     /// Every word after the command is the command it runs.
@@ -65,6 +110,16 @@ impl Spawn {
     pub fn program(&self) -> &str {
         self.words.first().map_or("", String::as_str)
     }
+
+    /// Every option that names a command, with what its value is.
+    pub fn valued_options(&self) -> impl Iterator<Item = (&str, Spawned)> {
+        let lines = self
+            .options
+            .iter()
+            .map(|o| (o.as_str(), Spawned::CommandLine));
+        let filters = self.filters.iter().map(|o| (o.as_str(), Spawned::Filter));
+        lines.chain(filters)
+    }
 }
 
 #[derive(Deserialize)]
@@ -75,6 +130,8 @@ struct ProgramFile {
     interpreters: BTreeMap<String, Vec<String>>,
     spawns: Vec<Spawn>,
     spawn_variables: Vec<String>,
+    filter_variables: Vec<String>,
+    runs_input: Vec<String>,
     long_options: HashMap<String, Vec<String>>,
     global_options_with_values: HashMap<String, Vec<String>>,
 }
@@ -88,6 +145,8 @@ pub(crate) struct Programs {
     interpreters: HashMap<String, String>,
     spawns: Vec<Spawn>,
     spawn_variables: HashSet<String>,
+    filter_variables: HashSet<String>,
+    runs_input: HashSet<String>,
     long_options: HashMap<String, Vec<String>>,
     global_options_with_values: HashMap<String, Vec<String>>,
 }
@@ -133,6 +192,8 @@ impl Programs {
                 })
                 .collect(),
             spawn_variables: file.spawn_variables.into_iter().collect(),
+            filter_variables: file.filter_variables.into_iter().collect(),
+            runs_input: file.runs_input.into_iter().collect(),
             long_options: file.long_options,
             global_options_with_values: file.global_options_with_values,
         })
@@ -152,16 +213,27 @@ impl Programs {
     /// The inline-code flag of an interpreter (`python3` → `-c`); versioned names such as
     /// `python3.12` count as their family.
     pub fn interpreter_flag(&self, program: &str) -> Option<&str> {
-        let family = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         self.interpreters
             .get(program)
-            .or_else(|| self.interpreters.get(family))
+            .or_else(|| self.interpreters.get(family(program)))
             .map(String::as_str)
     }
 
-    /// Whether `name` is a variable whose value is a command.
-    pub fn spawn_variable(&self, name: &str) -> bool {
-        self.spawn_variables.contains(name)
+    /// Whether `program` runs what it is handed (its input, a file or words given it) as code
+    /// or commands; versioned names count as their family.
+    pub fn runs_input(&self, program: &str) -> bool {
+        self.runs_input.contains(program) || self.runs_input.contains(family(program))
+    }
+
+    /// What the value of the variable `name` is, if it names a command.
+    pub fn spawn_variable(&self, name: &str) -> Option<Spawned> {
+        if self.filter_variables.contains(name) {
+            Some(Spawned::Filter)
+        } else if self.spawn_variables.contains(name) {
+            Some(Spawned::CommandLine)
+        } else {
+            None
+        }
     }
 
     /// The spawn rules of a command (program and its subcommands, e.g. `["git", "rebase"]`):
@@ -205,6 +277,11 @@ impl Programs {
     pub fn has_long_options(&self, command: &str) -> bool {
         self.long_options.contains_key(command)
     }
+}
+
+/// A program's name without its version (`python3.12` → `python`).
+fn family(program: &str) -> &str {
+    program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
 }
 
 #[cfg(test)]
@@ -254,5 +331,25 @@ mod tests {
         assert_eq!(programs.interpreter_flag("python3.12"), Some("-c"));
         assert_eq!(programs.arguments("echo"), Arguments::Data);
         assert_eq!(programs.arguments("mytool"), Arguments::Unknown);
+        assert!(programs.runs_input("python3.12"));
+        assert!(programs.runs_input("m4"));
+        assert!(!programs.runs_input("less"));
+    }
+
+    #[test]
+    fn keys_and_variables_say_what_their_command_is() {
+        assert!(key_matches("diff.*.textconv", "diff.pdf.textconv"));
+        assert!(key_matches("pager.*", "pager.log"));
+        assert!(key_matches("core.pager", "core.pager"));
+        assert!(!key_matches("core.pager", "core.pagerx"));
+        assert!(!key_matches("diff.*.textconv", "diff.textconv"));
+        assert!(!key_matches("diff.*.textconv", "diff.external"));
+        let programs = Programs::builtin().unwrap();
+        assert_eq!(programs.spawn_variable("PAGER"), Some(Spawned::Filter));
+        assert_eq!(
+            programs.spawn_variable("GIT_SSH_COMMAND"),
+            Some(Spawned::CommandLine)
+        );
+        assert_eq!(programs.spawn_variable("HOME"), None);
     }
 }

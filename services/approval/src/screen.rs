@@ -12,9 +12,14 @@
 //!   `LESSOPEN='|…'`), shells' `-c` payloads, `eval`'s words, scripts fed to a shell or an
 //!   interpreter's standard input, process substitutions they read, and command substitutions
 //!   are returned as command lines of their own;
-//! - a command word built at run time is returned with its spellings.
+//! - a program named as the one data is handed to (a pager, preprocessor, editor or filter)
+//!   that runs what it is handed (`man -P sh`) is reported;
+//! - a command word built at run time is returned with its spellings;
+//! - a word that reaches another process's environment or memory (`/proc/PID/environ`, however
+//!   spelled, see [`crate::procfs`]) is reported, unless a data program only shows it.
 
-use crate::programs::{Arguments, Expansion, Programs};
+use crate::procfs::ProcessRead;
+use crate::programs::{Arguments, Expansion, Programs, Spawned};
 use crate::syntax::{ArgWord, Parsed, Simple, Span};
 use crate::views::{SCRIPT_SHELLS, SHELLS, is_assignment, is_dash_c, wrapped_start};
 
@@ -31,6 +36,10 @@ pub(crate) struct Screening {
     pub dynamic: Vec<Vec<String>>,
     /// A command run through an option, variable or `-c` payload is built at run time.
     pub dynamic_spawn: bool,
+    /// Why a program the line hands data to runs that data as code (`man -P sh`).
+    pub runs_handed_data: Option<String>,
+    /// The line reaches another process's environment or memory.
+    pub process_read: Option<ProcessRead>,
 }
 
 /// What a masked argument is replaced with: a word with no meaning to any list.
@@ -38,14 +47,17 @@ const MASK: &str = "_";
 
 /// Screens the parsed `line`.
 pub(crate) fn screen(line: &str, parsed: &Parsed, programs: &Programs) -> Screening {
-    let mut screening = Screening::default();
+    let mut screening = Screening {
+        process_read: parsed.process_read,
+        ..Screening::default()
+    };
     let mut replacements: Vec<(Span, String)> = Vec::new();
     for simple in &parsed.commands {
         Command::new(simple, programs).screen(&mut screening, &mut replacements);
     }
     for assigned in &parsed.assignments {
-        if programs.spawn_variable(&assigned.name) {
-            screening.spawn_variable(assigned.value.literal.as_deref());
+        if let Some(spawned) = programs.spawn_variable(&assigned.name) {
+            screening.spawn_variable(assigned.value.literal.as_deref(), spawned, programs);
         }
     }
     screening
@@ -68,13 +80,28 @@ impl Screening {
 
     /// The value of a variable that names a command (`None`: built at run time); `LESSOPEN`
     /// writes `|cmd %s` or `||cmd`.
-    fn spawn_variable(&mut self, value: Option<&str>) {
+    fn spawn_variable(&mut self, value: Option<&str>, spawned: Spawned, programs: &Programs) {
         match value {
-            Some(text) => self
-                .spawned
-                .push(text.trim_start_matches(['|', '-']).to_owned()),
+            Some(text) => {
+                let command = text.trim_start_matches(['|', '-']);
+                if spawned == Spawned::Filter {
+                    self.handed_data(command, programs);
+                }
+                self.spawned.push(command.to_owned());
+            }
             None => self.dynamic_spawn = true,
         }
+    }
+
+    /// `program` (a command line) is what data is handed to: noted when it runs that data.
+    fn handed_data(&mut self, program: &str, programs: &Programs) {
+        if self.runs_handed_data.is_none() {
+            self.runs_handed_data = runs_what_it_is_handed(program, programs);
+        }
+    }
+
+    fn process_read(&mut self, read: Option<ProcessRead>) {
+        self.process_read = self.process_read.or(read);
     }
 }
 
@@ -133,6 +160,7 @@ impl<'a> Command<'a> {
         if let Some(printed) = &self.simple.piped {
             self.feed_script(program, printed, screening);
         }
+        self.process_reads(program, arguments, screening);
         for substituted in &self.simple.substituted {
             if self.runs_scripts(program) {
                 screening.spawned.push(format!("{substituted} | {program}"));
@@ -158,12 +186,14 @@ impl<'a> Command<'a> {
         while let Some(Some(word)) = self.lowered.get(start) {
             if is_assignment(word) {
                 let name = word.split('=').next().unwrap_or_default().to_uppercase();
-                if self.programs.spawn_variable(&name) {
+                if let Some(spawned) = self.programs.spawn_variable(&name) {
                     let assignment = self.simple.words[start].literal.as_deref();
                     screening.spawn_variable(
                         assignment
                             .and_then(|text| text.split_once('='))
                             .map(|(_, value)| value),
+                        spawned,
+                        self.programs,
                     );
                 }
                 start += 1;
@@ -266,13 +296,17 @@ impl<'a> Command<'a> {
                     screening.spawned.push(rest.join(" "));
                 }
             }
-            for option in &spawn.options {
-                for value in self.option_values(start, option, table) {
+            for (option, spawned) in spawn.valued_options() {
+                let attached_only = spawn.optional.iter().any(|listed| listed == option);
+                for value in self.option_values(start, option, attached_only, table) {
+                    if let (Spawned::Filter, Some(program)) = (spawned, &value.literal) {
+                        screening.handed_data(program, self.programs);
+                    }
                     screening.spawn_word(&value);
                 }
             }
             if let Some(keyed) = &spawn.keyed {
-                for value in self.option_values(start, &keyed.option, table) {
+                for value in self.option_values(start, &keyed.option, false, table) {
                     let Some(text) = &value.literal else {
                         screening.dynamic_spawn = true;
                         continue;
@@ -281,9 +315,9 @@ impl<'a> Command<'a> {
                         .split_once(['=', ' '])
                         .map_or((text.as_str(), ""), |(key, command)| (key, command));
                     let key = key.trim().to_lowercase();
-                    if !keyed.names_command(&key) {
+                    let Some(spawned) = keyed.names_command(&key) else {
                         continue;
-                    }
+                    };
                     // A git alias runs a shell only when it starts with `!`; else it is a
                     // git command line.
                     let command = match (key.starts_with("alias."), command.strip_prefix('!')) {
@@ -291,15 +325,25 @@ impl<'a> Command<'a> {
                         (true, None) => format!("{} {command}", spawn.program()),
                         (false, None) => command.to_owned(),
                     };
+                    if spawned == Spawned::Filter {
+                        screening.handed_data(&command, self.programs);
+                    }
                     screening.spawned.push(command);
                 }
             }
         }
     }
 
-    /// The values given to `option` after the program: `-P cmd`, `-Pcmd`, `--pager cmd`,
-    /// `--pager=cmd`, and abbreviated (`--pag=cmd`) where the program allows.
-    fn option_values(&self, start: usize, option: &str, table: Option<&str>) -> Vec<ArgWord> {
+    /// The values given to `option` after the program: `-P cmd`, `-Pcmd`, `-aP cmd`,
+    /// `--pager cmd`, `--pager=cmd`, and abbreviated (`--pag=cmd`) where the program allows;
+    /// only attached ones (`-Pcmd`, `--pager=cmd`) when the value is `attached_only`.
+    fn option_values(
+        &self,
+        start: usize,
+        option: &str,
+        attached_only: bool,
+        table: Option<&str>,
+    ) -> Vec<ArgWord> {
         let words = &self.simple.words;
         let mut values = Vec::new();
         let mut index = start + 1;
@@ -320,20 +364,19 @@ impl<'a> Command<'a> {
                     None => full.to_owned(),
                 });
             let word = expanded.as_deref().unwrap_or(word);
-            if word == option {
-                if let Some(next) = words.get(index + 1) {
-                    values.push(next.clone());
+            let attached = attached_value(word, option);
+            // `-P cmd`, or `-aP cmd` (a cluster ending in the option).
+            if word == option || attached == Some("") {
+                if attached_only {
+                    index += 1;
+                } else {
+                    if let Some(next) = words.get(index + 1) {
+                        values.push(next.clone());
+                    }
+                    index += 2;
                 }
-                index += 2;
                 continue;
             }
-            let attached = if option.starts_with("--") {
-                word.strip_prefix(option)
-                    .and_then(|rest| rest.strip_prefix('='))
-            } else {
-                word.strip_prefix(option)
-                    .filter(|rest| !rest.is_empty() && option.len() == 2)
-            };
             if let Some(value) = attached {
                 values.push(ArgWord {
                     literal: Some(value.to_owned()),
@@ -421,6 +464,32 @@ impl<'a> Command<'a> {
         SCRIPT_SHELLS.contains(&program) || self.programs.interpreter_flag(program).is_some()
     }
 
+    /// Words that reach another process's environment or memory, unless a data program only
+    /// shows them (`git commit -m "… /proc/1/environ …"`); a process's directory given to a
+    /// program that reads directories (`grep -r KEY /proc/1/`); and the words of the command
+    /// read together (`find /proc -name environ`).
+    fn process_reads(&self, program: &str, arguments: Arguments, screening: &mut Screening) {
+        let read = || {
+            self.simple
+                .words
+                .iter()
+                .filter(|word| !(arguments == Arguments::Data && holds_separator(word)))
+        };
+        let (mut directory, mut proc) = (false, false);
+        for word in read() {
+            screening.process_read(word.process);
+            directory |= word.process_directory;
+            proc |= crate::procfs::mentions_proc(&word.raw);
+        }
+        if directory && crate::procfs::DIRECTORY_READERS.contains(&program) {
+            screening.process_read(Some(ProcessRead::Environment));
+        }
+        if proc && screening.process_read.is_none() {
+            let text: Vec<&str> = read().map(ArgWord::text).collect();
+            screening.process_read(crate::procfs::in_text(&text.join(" ")));
+        }
+    }
+
     /// The words from `index` on, as written.
     fn raw_from(&self, index: usize) -> String {
         self.simple
@@ -436,6 +505,92 @@ impl<'a> Command<'a> {
 /// `/usr/bin/git` is `git`.
 fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// The value attached to `option` in `word`: `--pager=cmd`, `-Pcmd`, `+!cmd`, and for a
+/// one-letter option the end of a cluster of flags (`-aPcmd`; `-aP` gives `""`: the value is the
+/// next word).
+fn attached_value<'w>(word: &'w str, option: &str) -> Option<&'w str> {
+    if option.starts_with("--") {
+        return word.strip_prefix(option)?.strip_prefix('=');
+    }
+    let mut chars = option.chars();
+    match (chars.next(), chars.next(), chars.next()) {
+        (Some('-'), Some(letter), None) => {
+            let flags = word
+                .strip_prefix('-')
+                .filter(|rest| !rest.starts_with('-'))?;
+            let at = flags.find(letter)?;
+            flags[..at]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric())
+                .then(|| &flags[at + letter.len_utf8()..])
+        }
+        _ => word.strip_prefix(option).filter(|rest| !rest.is_empty()),
+    }
+}
+
+/// Why handing data to `value` (the command line of a pager, preprocessor, editor or filter)
+/// runs that data: a program of it (or a wrapper before one) runs what it is handed
+/// (`bash -s`, `xargs …`), a wrapper has no program after it (`env`: the data would be the
+/// program), or the value is an option (`--pager=-x`). A program built at run time is judged
+/// when the value is screened as a command line.
+fn runs_what_it_is_handed(value: &str, programs: &Programs) -> Option<String> {
+    let value = value.trim();
+    if value.starts_with('-') {
+        return Some(format!(
+            "gives `{value}`, an option, where it expects the program it hands its data to"
+        ));
+    }
+    // Most values are plain words (`less -R`, `vim`): split them; parse the rest as bash.
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || " \t._-/=+:@%,".contains(c));
+    if plain {
+        let words: Vec<String> = value.split_whitespace().map(str::to_lowercase).collect();
+        return runs_what_it_reads(&words, programs);
+    }
+    crate::syntax::parse(value)
+        .commands
+        .iter()
+        .find_map(|simple| {
+            let words: Vec<String> = simple
+                .words
+                .iter()
+                .map_while(|word| word.literal.as_ref().map(|text| text.to_lowercase()))
+                .collect();
+            runs_what_it_reads(&words, programs)
+        })
+}
+
+/// Why the simple command `words` (lower case) runs what it reads: its program or a wrapper
+/// before it runs what it is handed, or a wrapper has no program after it.
+fn runs_what_it_reads(words: &[String], programs: &Programs) -> Option<String> {
+    let mut start = 0;
+    while let Some(word) = words.get(start) {
+        if is_assignment(word) {
+            start += 1;
+            continue;
+        }
+        let name = basename(word);
+        if programs.runs_input(name) {
+            return Some(format!(
+                "hands its data (output, input or files) to `{name}`, which runs it as code"
+            ));
+        }
+        let mut renamed: Vec<&str> = words[start..].iter().map(String::as_str).collect();
+        renamed[0] = name;
+        match wrapped_start(&renamed) {
+            Some(offset) if offset > 0 && start + offset >= words.len() => {
+                return Some(format!(
+                    "hands its data to `{name}` with no program after it, so the data is run as one"
+                ));
+            }
+            Some(offset) if offset > 0 => start += offset,
+            _ => break,
+        }
+    }
+    None
 }
 
 /// Whether a literal word holds what would start another command if the quotes were gone.
@@ -546,6 +701,60 @@ mod tests {
         let found = screened("sudo $(echo rm) -rf /");
         assert_eq!(found.dynamic.len(), 1, "{found:?}");
         assert_eq!(found.dynamic[0][0], "rm -rf /");
+    }
+
+    #[test]
+    fn programs_handed_data_that_run_it_are_reported() {
+        let handed = |line: &str| screened(line).runs_handed_data.is_some();
+        for line in [
+            "man -P sh ls",
+            "man -aPsh ls",
+            "man -Hpython3 ls",
+            "rg --pre env x",
+            "PAGER='bash -s' git log",
+            "git -c diff.pdf.textconv=python3 log",
+            "man --pager=-x ls",
+        ] {
+            assert!(handed(line), "{line}");
+        }
+        for line in [
+            "man -P less ls",
+            "man -H sh",
+            "git grep -O sh",
+            "git rebase -x 'python3 -m pytest' main",
+            "GIT_SSH_COMMAND='ssh -i k' git fetch",
+            "git -c alias.x='!sh' x",
+        ] {
+            assert!(!handed(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn attached_values_follow_getopt() {
+        assert_eq!(attached_value("-Psh", "-P"), Some("sh"));
+        assert_eq!(attached_value("-aP", "-P"), Some(""));
+        assert_eq!(attached_value("-aPsh", "-P"), Some("sh"));
+        assert_eq!(attached_value("-M/usr/P", "-P"), None);
+        assert_eq!(attached_value("--P", "-P"), None);
+        assert_eq!(attached_value("--pager=sh", "--pager"), Some("sh"));
+        assert_eq!(attached_value("--pagerx", "--pager"), None);
+        assert_eq!(attached_value("+!cmd", "+!"), Some("cmd"));
+    }
+
+    #[test]
+    fn process_reads_are_reported_unless_only_shown() {
+        let read = |line: &str| screened(line).process_read;
+        assert_eq!(read("git commit -m 'see /proc/1/environ'"), None);
+        assert_eq!(read("grep -r TODO src/"), None);
+        assert_eq!(read("ls /proc/1/"), None);
+        for line in [
+            "cat /proc/1/environ",
+            "tr a b < /proc/$P/enviro[n]",
+            "find /proc -name environ",
+            "cd /proc/1 && rg -a KEY .",
+        ] {
+            assert_eq!(read(line), Some(ProcessRead::Environment), "{line}");
+        }
     }
 
     #[test]

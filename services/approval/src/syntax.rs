@@ -6,6 +6,10 @@
 //! A word built at run time is spelled out as far as the line itself says (`$IFS` is a space, a
 //! variable assigned a literal earlier on the line is its value, `$(echo WORDS)` is the words);
 //! what stays unknown is tried as each program of [`STAND_INS`].
+//!
+//! Each word is also checked for another process's environment or memory ([`crate::procfs`]),
+//! spelled with its unknown parts marked and read against the directory a `cd` or `pushd`
+//! earlier on the line moved to.
 
 use std::collections::HashMap;
 
@@ -16,6 +20,8 @@ use brush_parser::ast::{
 };
 use brush_parser::word::{Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
+
+use crate::procfs::{ProcessRead, UNKNOWN};
 
 /// Programs an unknown command word is tried as: those whose arguments decide whether they are
 /// hardline (`… -rf /`, `… of=/dev/sda`, `… -R 777 /`). Not programs that are hardline whatever
@@ -36,6 +42,9 @@ pub(crate) struct Parsed {
     pub assignments: Vec<Assigned>,
     /// The text of every command substitution (`$(…)`, backquotes) in a word of the line.
     pub substitutions: Vec<String>,
+    /// A word that is no command's argument (a redirect's file, a `for` list, an assignment)
+    /// reaches another process's environment or memory.
+    pub process_read: Option<ProcessRead>,
 }
 
 /// One simple command.
@@ -60,8 +69,25 @@ pub(crate) struct ArgWord {
     pub literal: Option<String>,
     /// For a word built at run time, what it may spell.
     pub spellings: Vec<String>,
+    /// For a word built at run time, its text with [`UNKNOWN`] for each part the line does
+    /// not say.
+    pub shape: Option<String>,
     /// Where it stands in the line.
     pub span: Option<Span>,
+    /// As a path, it reaches another process's environment or memory.
+    pub process: Option<ProcessRead>,
+    /// As a path, it is another process's directory, or `/proc`.
+    pub process_directory: bool,
+}
+
+impl ArgWord {
+    /// Its text once unquoted, or for a word built at run time its shape.
+    pub fn text(&self) -> &str {
+        self.literal
+            .as_deref()
+            .or(self.shape.as_deref())
+            .unwrap_or(&self.raw)
+    }
 }
 
 /// Text fed to a command's standard input.
@@ -136,6 +162,8 @@ fn parse_unguarded(command: &str) -> Parsed {
         options,
         source: command.chars().collect(),
         known: HashMap::new(),
+        cwd: None,
+        pushed: Vec::new(),
         parsed: Parsed::default(),
     };
     for list in &program.complete_commands {
@@ -150,6 +178,10 @@ struct Walk {
     source: Vec<char>,
     /// Variables assigned a literal earlier on the line.
     known: HashMap<String, String>,
+    /// The directory a `cd` or `pushd` earlier on the line moved to (`None`: the command's own).
+    cwd: Option<String>,
+    /// The directories `pushd` left, for `popd`.
+    pushed: Vec<Option<String>>,
     parsed: Parsed,
 }
 
@@ -203,13 +235,13 @@ impl Walk {
             CompoundCommand::Subshell(subshell) => self.list(&subshell.list),
             CompoundCommand::ForClause(clause) => {
                 for value in clause.values.iter().flatten() {
-                    self.word(value);
+                    self.loose_word(value);
                 }
                 self.list(&clause.body.list);
             }
             CompoundCommand::ArithmeticForClause(clause) => self.list(&clause.body.list),
             CompoundCommand::CaseClause(clause) => {
-                self.word(&clause.value);
+                self.loose_word(&clause.value);
                 for case in &clause.cases {
                     if let Some(list) = &case.cmd {
                         self.list(list);
@@ -245,7 +277,7 @@ impl Walk {
                     self.list(&subshell.list);
                 }
                 IoFileRedirectTarget::Filename(word) | IoFileRedirectTarget::Duplicate(word) => {
-                    self.word(word);
+                    self.loose_word(word);
                 }
                 IoFileRedirectTarget::Fd(_) => {}
             },
@@ -273,7 +305,7 @@ impl Walk {
                 });
             }
             IoRedirect::OutputAndError(word, _) => {
-                self.word(word);
+                self.loose_word(word);
             }
         }
     }
@@ -291,8 +323,41 @@ impl Walk {
         for item in command.suffix.iter().flat_map(|suffix| &suffix.0) {
             self.item(item, &mut simple, None);
         }
+        self.change_directory(&simple.words);
         if !simple.words.is_empty() || !simple.fed.is_empty() {
             self.parsed.commands.push(simple);
+        }
+    }
+
+    /// Follows `cd DIR`, `pushd DIR` and `popd`: later relative names are read against DIR.
+    /// A directory the line does not say is [`UNKNOWN`]; home is the command's own (`None`).
+    fn change_directory(&mut self, words: &[ArgWord]) {
+        let Some(program) = words.first().and_then(|word| word.literal.as_deref()) else {
+            return;
+        };
+        let target = words[1..]
+            .iter()
+            .map(ArgWord::text)
+            .find(|text| !(text.starts_with('-') && text.len() > 1));
+        match program {
+            "cd" | "pushd" => {
+                let next = match target {
+                    None | Some("~") => None,
+                    Some(dir) if dir.starts_with('~') => None,
+                    Some("-") => Some(UNKNOWN.to_string()),
+                    Some(dir) if dir.starts_with(['/', UNKNOWN]) => Some(dir.to_owned()),
+                    Some(dir) => Some(match &self.cwd {
+                        Some(cwd) => format!("{cwd}/{dir}"),
+                        None => dir.to_owned(),
+                    }),
+                };
+                if program == "pushd" {
+                    self.pushed.push(self.cwd.take());
+                }
+                self.cwd = next;
+            }
+            "popd" => self.cwd = self.pushed.pop().flatten(),
+            _ => {}
         }
     }
 
@@ -333,7 +398,10 @@ impl Walk {
             AssignmentValue::Scalar(value) => vec![value],
             AssignmentValue::Array(values) => values.iter().map(|(_, value)| value).collect(),
         };
-        let values: Vec<ArgWord> = words.into_iter().map(|word| self.word(word)).collect();
+        let values: Vec<ArgWord> = words
+            .into_iter()
+            .map(|word| self.loose_word(word))
+            .collect();
         let AssignmentName::VariableName(name) = &assignment.name else {
             return;
         };
@@ -354,7 +422,15 @@ impl Walk {
         }
     }
 
-    /// A word: its literal text or spellings, its span; its command substitutions are recorded.
+    /// A word that is no command's argument: what it reaches is the line's.
+    fn loose_word(&mut self, word: &Word) -> ArgWord {
+        let word = self.word(word);
+        self.parsed.process_read = self.parsed.process_read.or(word.process);
+        word
+    }
+
+    /// A word: its literal text or spellings, its span, what it reaches as a path; its command
+    /// substitutions are recorded.
     fn word(&mut self, word: &Word) -> ArgWord {
         let span = word
             .loc
@@ -370,16 +446,22 @@ impl Walk {
         };
         self.substitutions_of(&pieces);
         let literal = literal_text(&pieces);
-        let spellings = if literal.is_some() {
-            Vec::new()
+        let (spellings, shape) = if literal.is_some() {
+            (Vec::new(), None)
         } else {
-            self.spell(&pieces)
+            let (shape, unknown) = self.spell_pieces(&pieces);
+            (spell(&shape, unknown), Some(shape))
         };
+        let text = literal.as_deref().or(shape.as_deref()).unwrap_or_default();
+        let (process, process_directory) = crate::procfs::judge_word(text, self.cwd.as_deref());
         ArgWord {
             raw: word.value.clone(),
             literal,
             spellings,
+            shape,
             span,
+            process,
+            process_directory,
         }
     }
 
@@ -419,22 +501,8 @@ impl Walk {
             .to_owned()
     }
 
-    /// The spellings of a word built at run time: what the line says it is, and where a part
-    /// stays unknown, that tried as each stand-in program.
-    fn spell(&self, pieces: &[WordPieceWithSource]) -> Vec<String> {
-        let (spelled, unknown) = self.spell_pieces(pieces);
-        let mut spellings = vec![spelled.clone()];
-        if unknown || spelled.trim().is_empty() {
-            spellings.extend(
-                STAND_INS
-                    .iter()
-                    .map(|program| format!("{program} {spelled}")),
-            );
-        }
-        spellings
-    }
-
-    /// The text the line says `pieces` are, and whether a part of it is unknown.
+    /// The text the line says `pieces` are, with [`UNKNOWN`] for each part it does not say,
+    /// and whether there is one.
     fn spell_pieces(&self, pieces: &[WordPieceWithSource]) -> (String, bool) {
         let mut spelled = String::new();
         let mut unknown = false;
@@ -453,14 +521,23 @@ impl Walk {
                 }
                 WordPiece::ParameterExpansion(expr) => match self.parameter_value(expr) {
                     Some(value) => spelled.push_str(&value),
-                    None => unknown = true,
+                    None => {
+                        unknown = true;
+                        spelled.push(UNKNOWN);
+                    }
                 },
                 WordPiece::CommandSubstitution(body)
                 | WordPiece::BackquotedCommandSubstitution(body) => match echoed(body) {
                     Some(words) => spelled.push_str(&words),
-                    None => unknown = true,
+                    None => {
+                        unknown = true;
+                        spelled.push(UNKNOWN);
+                    }
                 },
-                WordPiece::ArithmeticExpression(_) => unknown = true,
+                WordPiece::ArithmeticExpression(_) => {
+                    unknown = true;
+                    spelled.push(UNKNOWN);
+                }
             }
         }
         (spelled, unknown)
@@ -481,6 +558,21 @@ impl Walk {
             _ => self.known.get(name).cloned(),
         }
     }
+}
+
+/// The spellings of a word built at run time from its `shape`: what the line says it is, and
+/// where a part stays `unknown`, that tried as each stand-in program.
+fn spell(shape: &str, unknown: bool) -> Vec<String> {
+    let spelled = shape.replace(UNKNOWN, "");
+    let mut spellings = vec![spelled.clone()];
+    if unknown || spelled.trim().is_empty() {
+        spellings.extend(
+            STAND_INS
+                .iter()
+                .map(|program| format!("{program} {spelled}")),
+        );
+    }
+    spellings
 }
 
 /// What an `echo` or `printf` of literal words prints (options left out).
@@ -596,6 +688,25 @@ mod tests {
             parsed.assignments[0].value.literal.as_deref(),
             Some("|x %s")
         );
+    }
+
+    #[test]
+    fn words_are_read_against_the_directory_a_cd_moved_to() {
+        let last_word = |line: &str| {
+            let parsed = parse(line);
+            let simple = parsed.commands.last().unwrap();
+            simple.words.last().unwrap().process
+        };
+        let environ = Some(ProcessRead::Environment);
+        assert_eq!(last_word("cd /proc/1 && cat environ"), environ);
+        assert_eq!(last_word("cd /proc; cd 1; cat environ"), environ);
+        assert_eq!(last_word("cd /proc/$X && cat environ"), environ);
+        assert_eq!(last_word("cd /proc/self && cat environ"), None);
+        assert_eq!(last_word("pushd /proc/1; popd; cat environ"), None);
+        assert_eq!(last_word("cat environ"), None);
+        assert_eq!(last_word("P=/proc/9; cat $P/environ"), environ);
+        // A word that is no command's argument.
+        assert_eq!(parse("tr a b < /proc/$A/enviro[n]").process_read, environ);
     }
 
     #[test]

@@ -409,6 +409,17 @@ fn unwrap(view: &str) -> Vec<&str> {
             next.extend(from(flags_only));
         }
     }
+    if first == "env" {
+        // `env -S'CMD ARGS'` (`--split-string=…`) splits its value into the command it runs.
+        for &(offset, word) in words.iter().skip(1) {
+            if let Some(at) = split_string(word) {
+                next.push(&view[offset + at..]);
+            }
+            if !word.starts_with('-') {
+                break;
+            }
+        }
+    }
     if SHELLS.contains(&first) {
         let payload = words.iter().position(|&(_, w)| is_dash_c(w));
         next.extend(payload.and_then(|i| from(i + 1)));
@@ -443,6 +454,20 @@ pub(crate) fn wrapped_start(words: &[&str]) -> Option<usize> {
     }
     let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&first))?;
     Some(skip_options(&indexed, 1, wrapper.arg_opts) + wrapper.positionals)
+}
+
+/// Where the command line in `env`'s attached split-string option starts (`-S'rm -rf x'` is
+/// `-srm -rf x` once normalised: 2; `-vsrm`: 3; `--split-string=rm`: 15).
+fn split_string(word: &str) -> Option<usize> {
+    if let Some(value) = word.strip_prefix("--split-string=") {
+        return (!value.is_empty()).then_some(word.len() - value.len());
+    }
+    let flags = word
+        .strip_prefix('-')
+        .filter(|rest| !rest.starts_with('-'))?;
+    let at = flags.find('s')?;
+    (flags[..at].chars().all(|c| c.is_ascii_alphanumeric()) && at + 1 < flags.len())
+        .then_some(at + 2)
 }
 
 /// Index of the first word at or after `i` that is not an option, option argument or assignment.
@@ -526,6 +551,14 @@ mod tests {
         assert!(views.contains(&"rm -rf x"), "{views:?}");
         let views = command_views("script -q -c rm -rf x /dev/null");
         assert!(views.contains(&"rm -rf x /dev/null"), "{views:?}");
+        for line in [
+            "env -srm -rf x",
+            "env -i -vsrm -rf x",
+            "env --split-string=rm -rf x",
+        ] {
+            let views = command_views(line);
+            assert!(views.contains(&"rm -rf x"), "{line}: {views:?}");
+        }
     }
 
     #[test]
