@@ -30,6 +30,8 @@ mod gateway_irc;
 mod gateway_load;
 #[path = "all/gateway_telegram.rs"]
 mod gateway_telegram;
+#[path = "all/hostile_text.rs"]
+mod hostile_text;
 #[path = "all/images.rs"]
 mod images;
 #[path = "all/knowledge.rs"]
@@ -61,8 +63,14 @@ mod registry;
 mod repl;
 #[path = "all/responses.rs"]
 mod responses;
+#[path = "all/sandbox.rs"]
+mod sandbox;
+#[path = "all/sandbox_user.rs"]
+mod sandbox_user;
 #[path = "all/sessions.rs"]
 mod sessions;
+#[path = "all/smart_approval.rs"]
+mod smart_approval;
 #[path = "all/terminal.rs"]
 mod terminal;
 #[path = "all/tool_schemas.rs"]

@@ -89,8 +89,17 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
     })
     .unwrap();
     let home = Home::new();
-    let pid_file = home.path().join("browser.pid");
-    let program = devtools.fake_chromium(home.path(), &pid_file).unwrap();
+    // Installed outside the profile home, as a real browser is.
+    let install = tempfile::tempdir().unwrap();
+    let pid_file = install.path().join("browser.pid");
+    std::fs::write(
+        home.path().join(".env"),
+        "OPENAI_API_KEY=sk-not-for-the-browser\n",
+    )
+    .unwrap();
+    let program = devtools
+        .fake_chromium(install.path(), &pid_file, &home.path().join(".env"))
+        .unwrap();
     home.write_config(&format!("browser:\n  executable: {}\n", program.display()));
     let (server, output) = browse(
         &home,
@@ -132,6 +141,20 @@ fn browser_tools_drive_the_session_browser_and_end_with_the_run() {
         .find(|c| c.method == "Browser.setDownloadBehavior")
         .unwrap_or_else(|| panic!("downloads were not refused: {methods:?}"));
     assert_eq!(downloads.params["behavior"], "deny");
+
+    // Driven over a pipe, no DevTools port anything else could connect to; the profile home
+    // out of the browser's sight.
+    let args = std::fs::read_to_string(pid_file.with_extension("pid.args")).unwrap();
+    assert!(
+        args.lines().any(|a| a == "--remote-debugging-pipe"),
+        "{args}"
+    );
+    assert!(!args.contains("--remote-debugging-port"), "{args}");
+    let peek = std::fs::read_to_string(pid_file.with_extension("pid.peek")).unwrap();
+    assert!(
+        !peek.contains("sk-not-for-the-browser"),
+        "the browser read the home: {peek}"
+    );
 
     // The run is over: its browser and its private profile are gone.
     let pid: u32 = std::fs::read_to_string(&pid_file)
@@ -346,8 +369,11 @@ fn a_chat_keeps_its_browser_between_messages() {
     ]))
     .unwrap();
     let home = Home::new();
-    let pid_file = home.path().join("browser.pid");
-    let program = devtools.fake_chromium(home.path(), &pid_file).unwrap();
+    let install = tempfile::tempdir().unwrap();
+    let pid_file = install.path().join("browser.pid");
+    let program = devtools
+        .fake_chromium(install.path(), &pid_file, &home.path().join("config.yaml"))
+        .unwrap();
     home.write_config(&format!(
         "browser:\n  executable: {}\n\
          gateway:\n  platforms:\n    telegram:\n      bot_token: ${{TG_TOKEN}}\n      \
@@ -416,4 +442,54 @@ fn a_chat_keeps_its_browser_between_messages() {
         std::time::Duration::from_secs(10),
         || !alive(pid),
     );
+}
+
+/// Item 2 of issue 46: with a real browser open, a command looks for its DevTools endpoint on
+/// every listening loopback port (as an attacker found Chromium's in `/proc/net/tcp`) and
+/// finds none: the browser is driven over a pipe. And the browser cannot read the profile
+/// home: it is hidden from its processes.
+#[test]
+#[ignore = "heavy: needs Chromium (./scripts/test --heavy installs it)"]
+fn a_command_cannot_reach_the_real_browsers_control_channel() {
+    let site = shop();
+    let home = Home::new();
+    home.write_config("security:\n  allow_private_urls: true\nretry:\n  base_delay_ms: 20\n");
+    let probe = r#"
+import re, urllib.request
+found = []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        lines = open(table).read().splitlines()[1:]
+    except OSError:
+        continue
+    for line in lines:
+        fields = line.split()
+        if fields[3] != "0A":  # LISTEN
+            continue
+        port = int(fields[1].split(":")[1], 16)
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=2).read()
+        except Exception:
+            continue
+        if b"webSocketDebuggerUrl" in body:
+            found.append(port)
+print("devtools ports:", found)
+"#;
+    std::fs::write(home.path().join("probe.py"), probe).unwrap();
+    let command = format!("python3 {}", home.path().join("probe.py").display());
+    let (server, output) = browse(
+        &home,
+        vec![
+            call(
+                "browser_navigate",
+                json!({"url": format!("{}/", site.url())}),
+            ),
+            call("terminal", json!({ "command": command })),
+            Step::text("done"),
+        ],
+    );
+    let results = tool_results(&server, 2);
+    assert_eq!(results.len(), 2, "{results:?}\n{}", stderr(&output));
+    assert_contains(&results[0], "\"title\":\"Shop\"");
+    assert_contains(&results[1], "devtools ports: []");
 }

@@ -71,10 +71,24 @@ fn warm_cache() -> &'static Path {
 
 impl Home {
     pub fn new() -> Self {
+        Self::at(tempfile::tempdir().unwrap())
+    }
+
+    /// A home named `.talaria` inside `parent` (a user running Talaria in `~`, where the
+    /// default home lives), removed with it.
+    pub fn inside(parent: &Path) -> Self {
+        Self::at(
+            tempfile::Builder::new()
+                .prefix(".talaria")
+                .rand_bytes(0)
+                .tempdir_in(parent)
+                .unwrap(),
+        )
+    }
+
+    fn at(dir: TempDir) -> Self {
         let warm = warm_cache();
-        let home = Self {
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let home = Self { dir };
         let cache = home.path().join("cache").join("plugins");
         std::fs::create_dir_all(&cache).unwrap();
         copy_dir(warm, &cache);

@@ -153,7 +153,7 @@ impl Sandbox {
         let mut builder = WasiCtxBuilder::new();
         builder.stdout(stdout.clone()).stderr(stderr.clone());
         for name in &plugin.caps.env {
-            if let Ok(value) = std::env::var(name) {
+            if let Some(value) = talaria_environ::var(name) {
                 builder.env(name, value);
             }
         }

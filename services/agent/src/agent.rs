@@ -206,20 +206,21 @@ impl Agent {
         let routes = model_routes(settings)?;
         let delegation_depth = delegation_depth(settings)?;
         let approver_can_answer = approver.can_answer();
+        let auxiliary = auxiliary_model(settings)?;
+        let side_model = side_model(auxiliary.as_ref(), &routes)?;
         let exec = exec_services(
             &settings.config.terminal,
             &settings.config.approvals,
             settings.yolo,
             home,
             approver,
+            Some(side_model.clone()),
         )?;
         let mut notices = Vec::new();
         let db = open_session_db(home, resume.is_some(), &mut notices)?;
         let sessions = db
             .clone()
             .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
-        let auxiliary = auxiliary_model(settings)?;
-        let side_model = side_model(auxiliary.as_ref(), &routes)?;
         let services = crate::plugins::PluginServices {
             sessions,
             editor,
@@ -288,7 +289,11 @@ impl Agent {
                 browsers.as_ref().zip(resume.as_deref()),
                 &mut notices,
             ),
-            vision: (side_model, image_store(home), surface != Surface::Webhook),
+            vision: (
+                side_model,
+                image_store(home),
+                (surface != Surface::Webhook).then(|| plugins.file_roots.clone()),
+            ),
             external_memory: external_memory.clone(),
         });
         let mut sources = native.sources;

@@ -2,29 +2,39 @@
 //! ssh), the approval policy and the surface's approver, gating every
 //! command plugins run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use talaria_approval::{ApprovalPolicy, Approver, DenyAll, PathContext, ProtectedPaths};
-use talaria_exec::{Backend, BwrapBackend, GatedExecutor, LocalBackend, SshBackend, SshConfig};
+use talaria_exec::{
+    Backend, BwrapBackend, Confinement, GatedExecutor, LocalBackend, SshBackend, SshConfig,
+};
 use talaria_plugin_host::ExecServices;
 use talaria_profile::config::{ApprovalMode, ApprovalsConfig, BackendKind, TerminalConfig};
+use talaria_profile::config_view::without_secrets;
 use talaria_profile::home::ProfileHome;
 
 use crate::agent::BuildError;
+use crate::auxiliary::Auxiliary;
+use crate::smart_approval::SmartApprover;
 
-/// The backend `terminal` selects. A sandbox hides `hidden` (the profile's
-/// read-protected secrets).
-fn backend(config: &TerminalConfig, hidden: &[PathBuf]) -> Result<Arc<dyn Backend>, BuildError> {
+/// The backend `terminal` selects, confining what runs on this machine with
+/// `confinement`.
+fn backend(
+    config: &TerminalConfig,
+    confinement: &Confinement,
+) -> Result<Arc<dyn Backend>, BuildError> {
     Ok(match config.backend {
-        BackendKind::Local => {
-            Arc::new(LocalBackend::new().with_passthrough(config.env_passthrough.clone()))
-        }
+        BackendKind::Local => Arc::new(
+            LocalBackend::new()
+                .with_passthrough(config.env_passthrough.clone())
+                .with_confinement(confinement.clone()),
+        ),
         BackendKind::Bwrap => Arc::new(
             BwrapBackend::new(config.network)
                 .map_err(|e| BuildError(format!("terminal.backend bwrap: {e}")))?
-                .with_hidden(hidden.iter().cloned())
+                .with_confinement(confinement.clone())
                 .with_passthrough(config.env_passthrough.clone()),
         ),
         BackendKind::Ssh => {
@@ -53,13 +63,15 @@ fn backend(config: &TerminalConfig, hidden: &[PathBuf]) -> Result<Arc<dyn Backen
 }
 
 /// Everything plugin commands go through for one session. `yolo` (the
-/// `--yolo` flag) overrides `approvals.mode`.
+/// `--yolo` flag) overrides `approvals.mode`; under `smart`, `rater` rates
+/// commands before `approver` is asked.
 pub fn exec_services(
     terminal: &TerminalConfig,
     approvals: &ApprovalsConfig,
     yolo: bool,
     home: &ProfileHome,
     approver: Arc<dyn Approver>,
+    rater: Option<Arc<Auxiliary>>,
 ) -> Result<ExecServices, BuildError> {
     let mode = if yolo {
         ApprovalMode::Yolo
@@ -75,18 +87,97 @@ pub fn exec_services(
         home_dir: user_home,
         talaria_home: Some(home.root().to_path_buf()),
     };
-    let hidden = protected.hidden().to_vec();
+    let confinement = confinement(home, &protected);
     let policy = ApprovalPolicy::load(home.approvals_file())
         .map_err(|e| BuildError(e.to_string()))?
         .with_yolo(mode == ApprovalMode::Yolo)
         .with_timeout(Duration::from_secs(approvals.timeout_secs.max(1)))
         .with_protected(protected, &context);
-    let approver: Arc<dyn Approver> = match mode {
-        ApprovalMode::Deny => Arc::new(DenyAll),
-        ApprovalMode::Ask | ApprovalMode::Yolo => approver,
+    let approver: Arc<dyn Approver> = match (mode, rater) {
+        (ApprovalMode::Deny, _) => Arc::new(DenyAll),
+        (ApprovalMode::Smart, Some(rater)) => Arc::new(SmartApprover::new(
+            rater,
+            approver,
+            Duration::from_secs(approvals.smart_timeout_secs.max(1)),
+            home.root().join("logs").join("approvals.log"),
+        )),
+        (ApprovalMode::Ask | ApprovalMode::Yolo | ApprovalMode::Smart, _) => approver,
     };
-    let executor = GatedExecutor::new(backend(terminal, &hidden)?, Arc::new(policy), approver);
+    let executor = GatedExecutor::new(backend(terminal, &confinement)?, Arc::new(policy), approver)
+        .with_confinement(confinement);
     Ok(ExecServices::new(Arc::new(executor)))
+}
+
+/// The confinement of `home`'s processes, for reports (`talaria doctor`); a session builds
+/// the same in [`exec_services`].
+pub fn profile_confinement(home: &ProfileHome) -> Confinement {
+    let user_home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    confinement(home, &protected_paths(home, user_home.as_deref()))
+}
+
+/// What every process the agent starts on this machine (commands, MCP servers, the
+/// browser) may not touch, whatever it runs: the profile homes read-only (wherever they are,
+/// inside the working directory too) with the control files outside them and the binary and
+/// what ships beside it; the secrets hidden; each `config.yaml` holding literal keys shown
+/// without them.
+pub fn confinement(home: &ProfileHome, protected: &ProtectedPaths) -> Confinement {
+    let mut confinement = Confinement::new();
+    let inside_a_home = |path: &Path| protected.homes.iter().any(|h| path.starts_with(h));
+    for path in &protected.homes {
+        confinement = confinement.read_only(path);
+    }
+    for path in protected.write.iter().filter(|path| !inside_a_home(path)) {
+        confinement = confinement.read_only(path);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            for shipped in ["plugins", "skills"] {
+                confinement = confinement.read_only(dir.join(shipped));
+            }
+        }
+        confinement = confinement.read_only(exe);
+    }
+    for secret in protected.hidden() {
+        confinement = confinement.hidden(secret);
+    }
+    for config in protected
+        .homes
+        .iter()
+        .flat_map(|h| [h.join("config.yaml"), h.join("config.yaml.bak")])
+    {
+        if let Some(view) = config_view(home, &config) {
+            confinement = confinement.view(config, view);
+        }
+    }
+    confinement
+}
+
+/// Writes `config` without its literal keys for commands to see in its place, under the
+/// active home; `None` (and no file) when it holds none or cannot be read.
+fn config_view(home: &ProfileHome, config: &Path) -> Option<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    config.hash(&mut hasher);
+    let view = home
+        .sandbox_views_dir()
+        .join(format!("{:016x}.yaml", hasher.finish()));
+    let text = std::fs::read_to_string(config).ok();
+    match text.as_deref().and_then(without_secrets) {
+        Some(shown) => {
+            // Written aside and renamed: a command starting meanwhile sees a whole file.
+            let partial = view.with_extension(format!("{}.part", std::process::id()));
+            talaria_profile::home_modes::create_private_dir(&home.sandbox_views_dir()).ok()?;
+            talaria_profile::home_modes::write_private(&partial, shown.as_bytes()).ok()?;
+            std::fs::rename(&partial, &view).ok()?;
+            Some(view)
+        }
+        None => {
+            let _ = std::fs::remove_file(&view);
+            None
+        }
+    }
 }
 
 /// What commands may change only with the user's approval: the active
@@ -120,7 +211,8 @@ mod tests {
 
     #[test]
     fn backends_follow_the_config() {
-        let local = backend(&TerminalConfig::default(), &[]).unwrap();
+        let none = Confinement::new();
+        let local = backend(&TerminalConfig::default(), &none).unwrap();
         assert!(!local.sandboxed());
         let ssh = TerminalConfig {
             backend: BackendKind::Ssh,
@@ -128,7 +220,7 @@ mod tests {
             ssh: None,
             ..TerminalConfig::default()
         };
-        let err = backend(&ssh, &[]).err().unwrap();
+        let err = backend(&ssh, &none).err().unwrap();
         assert!(err.0.contains("terminal.ssh"), "{err}");
         let ssh = TerminalConfig {
             ssh: Some(SshTargetConfig {
@@ -138,7 +230,7 @@ mod tests {
             }),
             ..ssh
         };
-        assert_eq!(backend(&ssh, &[]).unwrap().name(), "ssh");
+        assert_eq!(backend(&ssh, &none).unwrap().name(), "ssh");
     }
 
     #[test]
@@ -152,6 +244,7 @@ mod tests {
             false,
             &home,
             Arc::new(DenyAll),
+            None,
         )
         .err()
         .unwrap();
@@ -169,6 +262,7 @@ mod tests {
             yolo,
             home,
             Arc::new(DenyAll),
+            None,
         )
         .unwrap()
     }

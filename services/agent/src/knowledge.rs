@@ -28,9 +28,11 @@ pub struct Knowledge {
 
 /// Skills shipped with the distribution (read-only): next to the executable
 /// or in the installed share directory.
-/// Where a profile's skills come from: its own `skills/`, then those bundled beside the binary.
+/// Where a profile's skills come from: its own `skills/`, then those bundled beside the binary;
+/// every `SKILL.md` passes the threat scanner when loaded and when read, whatever wrote it.
 pub fn skill_roots(home: &ProfileHome) -> SkillRoots {
-    let mut roots = SkillRoots::new(home.skills_dir());
+    let mut roots = SkillRoots::new(home.skills_dir())
+        .with_scan(talaria_skills::ContentScan(crate::tools::threat_scan()));
     for dir in bundled_skill_dirs() {
         roots = roots.with_bundled(dir);
     }

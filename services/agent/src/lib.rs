@@ -21,6 +21,7 @@ mod messenger;
 pub mod plugin_compile;
 pub mod plugins;
 pub mod session_ops;
+mod smart_approval;
 pub mod store;
 #[cfg(test)]
 mod test_support;

@@ -58,7 +58,7 @@ pub(crate) async fn start(
     for (name, config) in servers.iter().filter(|(_, c)| c.enabled) {
         match ServerSpec::new(name, config.clone()) {
             // A server in bubblewrap must not read what commands in it may not.
-            Ok(spec) => specs.push(spec.with_hidden(gate.policy().protected().hidden().to_vec())),
+            Ok(spec) => specs.push(spec.with_confinement(gate.confinement().clone())),
             Err(error) => notices.push(format!("MCP server left out: {error}")),
         }
     }

@@ -281,6 +281,10 @@ pub struct SessionPlugins {
     /// The chat adapters, when any loaded, one per platform: the gateway
     /// opens them.
     pub chats: Option<talaria_plugin_host::PluginChatAdapters>,
+    /// The directories the plugin providing `read_file` may read (its filesystem grants,
+    /// resolved): the places `vision_analyze` takes local images from too. Empty when no
+    /// loaded plugin provides it.
+    pub file_roots: Vec<PathBuf>,
     /// Every plugin found, loaded or not, with what became of each kind it
     /// declares, in discovery order.
     pub statuses: Vec<PluginStatus>,
@@ -429,6 +433,7 @@ pub async fn load_plugins(
             kinds,
         });
     }
+    session.file_roots = file_roots(&loaded, cwd);
     let sets = PluginSets::choosing(&loaded, cwd, surface, &config.tools.providers);
     notices.extend(sets.notices);
     session.tools = sets.tools;
@@ -439,6 +444,30 @@ pub async fn load_plugins(
     session.platforms = sets.platforms;
     session.chats = sets.chats;
     session
+}
+
+/// The resolved filesystem grants of the plugins providing `read_file` (`$CWD` is `cwd`;
+/// `$PLUGIN_DATA` is the plugin's own and left out).
+fn file_roots(loaded: &[talaria_plugin_host::LoadedPlugin], cwd: &Path) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = loaded
+        .iter()
+        .filter(|plugin| {
+            plugin
+                .tools()
+                .iter()
+                .any(|tool| tool.spec.name == "read_file")
+        })
+        .flat_map(|plugin| plugin.capabilities().filesystem.iter())
+        .filter_map(|grant| match grant.path.strip_prefix("$CWD") {
+            Some(rest) => Some(cwd.join(rest.trim_start_matches('/'))),
+            None if grant.path.starts_with('$') => None,
+            None => Some(PathBuf::from(&grant.path)),
+        })
+        .filter_map(|path| path.canonicalize().ok())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots
 }
 
 /// The profile's plugins loaded for a command outside a session (`talaria

@@ -25,7 +25,7 @@ impl Recording {
 impl Approver for Recording {
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
         self.asked.lock().unwrap().push(request.clone());
-        self.answer
+        self.answer.clone()
     }
 }
 

@@ -5,10 +5,13 @@ use async_trait::async_trait;
 use crate::classifier::Finding;
 
 /// The user's answer to an approval request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Allow this one call.
     Once,
+    /// Allow this one call: a rater (`approvals.mode: smart`) judged it low risk. Never for a
+    /// protected command.
+    Rated(Rating),
     /// Allow this finding for the rest of the session.
     Session,
     /// Allow this finding from now on, in every session of this profile.
@@ -17,6 +20,39 @@ pub enum Decision {
     Deny,
     /// Nobody can answer (no terminal, `approvals.mode: deny`): refused, and said so.
     Unavailable,
+}
+
+/// How risky a rater judged a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RatedRisk {
+    /// Runs without asking.
+    Low,
+    /// Asked about.
+    Medium,
+    /// Asked about.
+    High,
+}
+
+impl RatedRisk {
+    /// `low`, `medium`, `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
+/// A rater's verdict on a command, as logged and shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rating {
+    /// The risk.
+    pub risk: RatedRisk,
+    /// Its one-line reason.
+    pub reason: String,
+    /// The model that rated it.
+    pub model: String,
 }
 
 /// What the user is asked to approve.
@@ -30,6 +66,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The session it runs in.
     pub session_id: String,
+    /// It changes the profile's controls or reads a secret: only a person may approve it.
+    pub protected: bool,
 }
 
 /// A surface's way of asking its user to approve a dangerous command.
@@ -43,6 +81,10 @@ pub trait Approver: Send + Sync {
     fn can_answer(&self) -> bool {
         true
     }
+
+    /// Tells the user something about approvals without asking (a smart approval's rating);
+    /// surfaces that cannot show it drop it.
+    fn notify(&self, _message: &str) {}
 }
 
 /// Denies everything: for surfaces where nobody can answer (cron jobs, public webhooks,

@@ -38,12 +38,13 @@ mod shapes;
 mod syntax;
 mod views;
 
-pub use approver::{ApprovalRequest, Approver, Decision, DenyAll};
+pub use approver::{ApprovalRequest, Approver, Decision, DenyAll, RatedRisk, Rating};
 pub use classifier::{Classifier, Finding, Risk};
 pub use error::ApprovalError;
 pub use normalize::normalize;
 pub use parse_check::{PARSE_CHECK_ARG, enable_parse_check, parse_check_main};
 pub use policy::{
-    Approval, ApprovalPolicy, CommandCheck, DEFAULT_TIMEOUT, Denied, DeniedKind, PathAccess,
+    Admitted, Approval, ApprovalPolicy, CommandCheck, DEFAULT_TIMEOUT, Denied, DeniedKind,
+    PathAccess,
 };
 pub use protected::{PathContext, ProtectedPaths, resolve_existing};

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::always::AlwaysStore;
-use crate::approver::{ApprovalRequest, Approver, Decision};
+use crate::approver::{ApprovalRequest, Approver, Decision, Rating};
 use crate::classifier::{Classifier, Finding, Risk};
 use crate::error::ApprovalError;
 use crate::protected::{PathContext, PathScreen, ProtectedPaths};
@@ -26,6 +26,8 @@ pub enum Approval {
     Sandboxed,
     /// The user allowed this one call.
     Once,
+    /// A rater judged it low risk (`approvals.mode: smart`).
+    Rated(Rating),
     /// The user allowed this finding for the session (now or earlier).
     Session,
     /// The user allowed this finding always (now or earlier).
@@ -211,6 +213,19 @@ impl ApprovalPolicy {
         check: CommandCheck<'_>,
         approver: &dyn Approver,
     ) -> Result<Approval, Denied> {
+        self.admit(check, approver)
+            .await
+            .map(|admitted| admitted.approval)
+    }
+
+    /// [`check_command`](Self::check_command), also saying which protected finding the user
+    /// approved, if any: a sandbox keeping the controls read-only must then let the command
+    /// do what was approved.
+    pub async fn admit(
+        &self,
+        check: CommandCheck<'_>,
+        approver: &dyn Approver,
+    ) -> Result<Admitted, Denied> {
         // Text judged as a whole when no rule matches (a script) is not a shell line.
         let risk = if check.unmatched.is_some() {
             self.text_risk(check.command, check.cwd)
@@ -220,7 +235,7 @@ impl ApprovalPolicy {
         let (finding, protected) = match risk {
             Risk::Safe => match check.unmatched {
                 Some(finding) => (finding, false),
-                None => return Ok(Approval::Safe),
+                None => return Ok(Admitted::plain(Approval::Safe)),
             },
             Risk::Hardline(finding) => {
                 let message = format!("blocked: {} (hardline: never allowed)", finding.description);
@@ -233,22 +248,28 @@ impl ApprovalPolicy {
         // skips the question, and no stored "always" answer applies.
         if !protected {
             if self.yolo() {
-                return Ok(Approval::Yolo);
+                return Ok(Admitted::plain(Approval::Yolo));
             }
             if check.sandboxed {
-                return Ok(Approval::Sandboxed);
+                return Ok(Admitted::plain(Approval::Sandboxed));
             }
             if lock(&self.always).contains(&finding.id) {
-                return Ok(Approval::Always { save_error: None });
+                return Ok(Admitted::plain(Approval::Always { save_error: None }));
             }
         }
+        let approved = protected.then(|| finding.clone());
         let request = ApprovalRequest {
             command: check.command.to_owned(),
             finding,
             tool: check.tool.to_owned(),
             session_id: check.session_id.to_owned(),
+            protected,
         };
-        self.ask(request, protected, approver).await
+        let approval = self.ask(request, protected, approver).await?;
+        Ok(Admitted {
+            approval,
+            protected: approved,
+        })
     }
 
     /// Decides whether `tool` (a file tool or plugin, which names paths rather than running
@@ -276,6 +297,7 @@ impl ApprovalPolicy {
             finding,
             tool: tool.to_owned(),
             session_id: session_id.to_owned(),
+            protected: true,
         };
         self.ask(request, true, approver).await
     }
@@ -345,6 +367,16 @@ impl ApprovalPolicy {
                 Err(denied(DeniedKind::NoApprover, finding, message))
             }
             Ok(Decision::Once) => Ok(Approval::Once),
+            // Only a person approves the profile's controls; an approver that rated one
+            // anyway is not listened to.
+            Ok(Decision::Rated(_)) if protected => {
+                let message = format!(
+                    "refused: a protected command needs a person's approval, not a rating: {}",
+                    finding.description
+                );
+                Err(denied(DeniedKind::NoApprover, finding, message))
+            }
+            Ok(Decision::Rated(rating)) => Ok(Approval::Rated(rating)),
             // "Always" for a protected command would let later sessions change the controls
             // unasked; it holds for this session only.
             Ok(Decision::Session | Decision::Always) if protected => {
@@ -367,6 +399,25 @@ impl ApprovalPolicy {
                     save_error: saved.err().map(|e| e.to_string()),
                 })
             }
+        }
+    }
+}
+
+/// A command allowed to run, and the protected finding the user approved for it (`None`
+/// when it touches no control file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    /// Why it may run.
+    pub approval: Approval,
+    /// The protected finding the user approved (`protected-read` for a secret).
+    pub protected: Option<Finding>,
+}
+
+impl Admitted {
+    fn plain(approval: Approval) -> Self {
+        Self {
+            approval,
+            protected: None,
         }
     }
 }

@@ -96,6 +96,7 @@ async fn main() {
             executable: executable.clone(),
             profiles: profiles.path().to_path_buf(),
             allow_private: true,
+            hidden: Vec::new(),
             navigation_timeout: Duration::from_secs(30),
         });
         let started = Instant::now();

@@ -1,6 +1,10 @@
-//! A DevTools protocol connection: JSON commands with ids over one
-//! WebSocket, their answers matched by id, and events fanned out to whoever
-//! listens. Only the dozen commands the browser tools send are used, so a
+//! A DevTools protocol connection: JSON commands with ids over Chromium's
+//! DevTools pipe (`--remote-debugging-pipe`: it reads commands on its fd 3
+//! and writes answers and events on its fd 4, each message ended by a NUL
+//! byte), their answers matched by id, and events fanned out to whoever
+//! listens. A pipe rather than a TCP port: nothing else on this machine —
+//! least of all a command the agent runs — can reach the browser's control
+//! channel. Only the dozen commands the browser tools send are used, so a
 //! generated binding of the whole protocol (thousands of types) would cost
 //! more build time than it saves.
 
@@ -9,12 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::BrowserError;
 
@@ -35,9 +38,9 @@ pub(crate) struct Event {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, BrowserError>>>>>;
 
-/// One connection to a browser's DevTools endpoint.
+/// One connection to a browser's DevTools pipe.
 pub(crate) struct Cdp {
-    outgoing: mpsc::Sender<Message>,
+    outgoing: mpsc::Sender<Vec<u8>>,
     pending: Pending,
     next_id: AtomicU64,
     events: broadcast::Sender<Event>,
@@ -53,23 +56,14 @@ impl Drop for Cdp {
 }
 
 impl Cdp {
-    /// Connects to `url` (`ws://127.0.0.1:PORT/devtools/browser/ID`).
-    pub async fn connect(url: &str) -> Result<Self, BrowserError> {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(MAX_MESSAGE))
-            .max_frame_size(Some(MAX_MESSAGE));
-        let (socket, _) = tokio::time::timeout(
-            COMMAND_TIMEOUT,
-            tokio_tungstenite::connect_async_with_config(url, Some(config), false),
-        )
-        .await
-        .map_err(|_| BrowserError::Protocol(format!("connecting to {url} timed out")))?
-        .map_err(|e| BrowserError::Protocol(format!("cannot connect to {url}: {e}")))?;
-        let (mut sink, mut stream) = socket.split();
-        let (outgoing, mut queue) = mpsc::channel::<Message>(64);
+    /// Talks to the browser through the pipe ends it does not hold: `commands` (its fd 3)
+    /// and `answers` (its fd 4).
+    pub fn over_pipe(mut commands: pipe::Sender, mut answers: pipe::Receiver) -> Self {
+        let (outgoing, mut queue) = mpsc::channel::<Vec<u8>>(64);
         let writer = tokio::spawn(async move {
-            while let Some(message) = queue.recv().await {
-                if sink.send(message).await.is_err() {
+            while let Some(mut message) = queue.recv().await {
+                message.push(0);
+                if commands.write_all(&message).await.is_err() {
                     break;
                 }
             }
@@ -80,16 +74,26 @@ impl Cdp {
             let pending = pending.clone();
             let events = events.clone();
             tokio::spawn(async move {
-                while let Some(Ok(message)) = stream.next().await {
-                    let text = match message {
-                        Message::Text(text) => text,
-                        Message::Close(_) => break,
-                        _ => continue,
-                    };
-                    let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else {
-                        continue;
-                    };
-                    dispatch(value, &pending, &events);
+                let mut buffer: Vec<u8> = Vec::new();
+                let mut chunk = vec![0; 64 * 1024];
+                'read: while let Ok(read @ 1..) = answers.read(&mut chunk).await {
+                    let scanned = buffer.len();
+                    buffer.extend_from_slice(&chunk[..read]);
+                    let mut start = 0;
+                    let mut from = scanned;
+                    while let Some(end) = buffer[from..].iter().position(|b| *b == 0) {
+                        let message = &buffer[start..from + end];
+                        if let Ok(value) = serde_json::from_slice::<Value>(message) {
+                            dispatch(value, &pending, &events);
+                        }
+                        start = from + end + 1;
+                        from = start;
+                    }
+                    buffer.drain(..start);
+                    if buffer.len() > MAX_MESSAGE {
+                        // A browser sending that much without an end is not one to trust.
+                        break 'read;
+                    }
                 }
                 // The browser went away: nobody will answer what is pending.
                 let waiting: Vec<_> = lock(&pending).drain().collect();
@@ -98,13 +102,13 @@ impl Cdp {
                 }
             })
         };
-        Ok(Self {
+        Self {
             outgoing,
             pending,
             next_id: AtomicU64::new(1),
             events,
             tasks: [writer, reader],
-        })
+        }
     }
 
     /// Events from now on.
@@ -127,7 +131,7 @@ impl Cdp {
         }
         let (answer, result) = oneshot::channel();
         lock(&self.pending).insert(id, answer);
-        let sent = self.outgoing.send(Message::text(command.to_string())).await;
+        let sent = self.outgoing.send(command.to_string().into_bytes()).await;
         if sent.is_err() {
             lock(&self.pending).remove(&id);
             return Err(BrowserError::Closed);

@@ -145,6 +145,7 @@ mod tests {
             profiles: std::env::temp_dir(),
             allow_private: false,
             navigation_timeout: Duration::from_secs(1),
+            hidden: Vec::new(),
         }
     }
 

@@ -1,18 +1,24 @@
 //! Starting one headless Chromium for a session: which program, with which
 //! flags, in a private profile directory, under the exec crate's supervisor
-//! (so it dies with the agent, even by SIGKILL), in a process group of its
-//! own (so closing the session kills every process it started).
+//! (so it dies with the agent, even by SIGKILL, and is confined: the profile
+//! homes hidden, its own profile excepted), in a process group of its own (so
+//! closing the session kills every process it started), driven over a pipe.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use command_fds::{CommandFdExt, FdMapping};
+use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::unistd::{Pid, pipe2};
+use talaria_exec::Confinement;
 use tempfile::TempDir;
+use tokio::net::unix::pipe;
 
 use crate::BrowserError;
+use crate::cdp::Cdp;
 
 /// The programs looked for on `PATH`, in order: the headless shell first
 /// (one process group, no crash reporter, less memory), then full browsers.
@@ -27,7 +33,7 @@ const CANDIDATES: &[&str] = &[
 /// Debian installs the headless shell here without a link on `PATH`.
 const DEBIAN_HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
 
-/// How long a starting browser may take to open its DevTools port.
+/// How long a starting browser may take to answer its first command.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The Chromium to run: `configured` when set (if it is an executable
@@ -56,11 +62,12 @@ fn is_executable(path: &Path) -> bool {
 
 /// The flags every browser gets. Background networking, sync, updates and
 /// first-run pages are off so the browser only talks to the pages the agent
-/// opens; WebRTC may not send UDP around the proxy.
+/// opens; WebRTC may not send UDP around the proxy. Its DevTools channel is a
+/// pipe (fds 3 and 4), never a port anything else could connect to.
 fn flags(profile: &Path, proxy_port: u16) -> Vec<String> {
     let mut flags: Vec<String> = [
         "--headless=new",
-        "--remote-debugging-port=0",
+        "--remote-debugging-pipe",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-background-networking",
@@ -97,8 +104,7 @@ fn flags(profile: &Path, proxy_port: u16) -> Vec<String> {
 pub(crate) struct Chromium {
     child: tokio::process::Child,
     group: Option<Pid>,
-    /// `ws://…/devtools/browser/…`.
-    pub endpoint: String,
+    log_path: PathBuf,
     // Dropped after the processes are killed (field order).
     _profile: TempDir,
 }
@@ -111,12 +117,16 @@ impl Drop for Chromium {
 
 impl Chromium {
     /// Starts `program` with a fresh profile under `profiles`, its traffic
-    /// through the proxy on `proxy_port`, and waits for its DevTools port.
-    pub async fn start(
+    /// through the proxy on `proxy_port`, the `hidden` directories (the
+    /// profile homes) out of its sight but for its own profile, and returns it
+    /// with the DevTools connection over its pipe. The caller waits for its
+    /// first answer ([`Self::started`]).
+    pub fn start(
         program: &Path,
         profiles: &Path,
         proxy_port: u16,
-    ) -> Result<Self, BrowserError> {
+        hidden: &[PathBuf],
+    ) -> Result<(Self, Cdp), BrowserError> {
         std::fs::create_dir_all(profiles).map_err(|e| {
             BrowserError::Start(format!("cannot create {}: {e}", profiles.display()))
         })?;
@@ -129,9 +139,33 @@ impl Chromium {
             BrowserError::Start(format!("cannot create {}: {e}", log_path.display()))
         })?;
         let program_text = program.to_string_lossy().into_owned();
-        let mut command =
-            talaria_exec::local_command(&program_text, &flags(profile.path(), proxy_port));
+        // No `file:` page reaches the homes: they are hidden from the browser's
+        // processes, its own profile (inside one) excepted.
+        let confinement = hidden
+            .iter()
+            .fold(Confinement::new(), Confinement::hidden)
+            .writable(profile.path());
+        let mut command = talaria_exec::confined_command(
+            &program_text,
+            &flags(profile.path(), proxy_port),
+            &confinement,
+        );
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let pipe_error = |e: nix::Error| BrowserError::Start(format!("cannot make a pipe: {e}"));
+        let (its_commands, our_commands) = pipe2(OFlag::O_CLOEXEC).map_err(pipe_error)?;
+        let (our_answers, its_answers) = pipe2(OFlag::O_CLOEXEC).map_err(pipe_error)?;
+        command
+            .fd_mappings(vec![
+                FdMapping {
+                    parent_fd: its_commands,
+                    child_fd: 3,
+                },
+                FdMapping {
+                    parent_fd: its_answers,
+                    child_fd: 4,
+                },
+            ])
+            .map_err(|e| BrowserError::Start(format!("cannot hand the browser its pipe: {e}")))?;
         // The browser gets no provider keys or tokens from the agent's
         // environment, and its HOME is its throwaway profile.
         command
@@ -149,46 +183,50 @@ impl Chromium {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| BrowserError::Start(format!("cannot run {program_text}: {e}")))?;
+        // The command (and with it the browser's ends of the pipes) is gone: a
+        // browser that dies closes the answers.
         let group = child
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .map(Pid::from_raw);
-        let mut browser = Self {
+        let io_error = |e: std::io::Error| BrowserError::Start(format!("cannot use the pipe: {e}"));
+        let cdp = Cdp::over_pipe(
+            pipe::Sender::from_owned_fd(our_commands).map_err(io_error)?,
+            pipe::Receiver::from_owned_fd(our_answers).map_err(io_error)?,
+        );
+        let browser = Self {
             child,
             group,
-            endpoint: String::new(),
+            log_path,
             _profile: profile,
         };
-        browser.endpoint = browser.wait_for_endpoint(&log_path).await?;
-        Ok(browser)
+        Ok((browser, cdp))
     }
 
-    /// Reads the DevTools address Chromium writes into its profile once
-    /// its port is open.
-    async fn wait_for_endpoint(&mut self, log_path: &Path) -> Result<String, BrowserError> {
-        let port_file = self._profile.path().join("DevToolsActivePort");
-        let started = Instant::now();
-        loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                let mut lines = text.lines();
-                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                    return Ok(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()));
-                }
+    /// Waits for the browser's first answer (it is up), or says why it did not come.
+    pub async fn started(&mut self, cdp: &Cdp) -> Result<(), BrowserError> {
+        let first = tokio::time::timeout(
+            START_TIMEOUT,
+            cdp.call("Browser.getVersion", serde_json::json!({}), None),
+        )
+        .await;
+        match first {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => {
+                let exited = match self.child.try_wait() {
+                    Ok(Some(status)) => format!("it exited ({status})"),
+                    _ => format!("{error}"),
+                };
+                Err(BrowserError::Start(format!(
+                    "the browser did not answer at start: {exited}: {}",
+                    log_tail(&self.log_path)
+                )))
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(BrowserError::Start(format!(
-                    "the browser exited at start ({status}): {}",
-                    log_tail(log_path)
-                )));
-            }
-            if started.elapsed() > START_TIMEOUT {
-                return Err(BrowserError::Start(format!(
-                    "the browser did not open its DevTools port within {}s: {}",
-                    START_TIMEOUT.as_secs(),
-                    log_tail(log_path)
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(_) => Err(BrowserError::Start(format!(
+                "the browser did not answer within {}s: {}",
+                START_TIMEOUT.as_secs(),
+                log_tail(&self.log_path)
+            ))),
         }
     }
 
@@ -237,7 +275,7 @@ mod tests {
             "--proxy-bypass-list=<-loopback>",
             "--disable-background-networking",
             "--no-first-run",
-            "--remote-debugging-port=0",
+            "--remote-debugging-pipe",
         ] {
             assert!(flags.iter().any(|f| f == expected), "missing {expected}");
         }

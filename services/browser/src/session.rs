@@ -37,6 +37,9 @@ pub struct BrowserSettings {
     pub allow_private: bool,
     /// How long a navigation may take to load.
     pub navigation_timeout: Duration,
+    /// Directories the browser's processes must not see (the profile homes;
+    /// its own profile directory stays reachable).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// A console message or an uncaught page error.
@@ -456,8 +459,13 @@ async fn start(settings: BrowserSettings) -> Result<Live, BrowserError> {
     let proxy = EgressProxy::start(settings.allow_private)
         .await
         .map_err(|e| BrowserError::Start(format!("cannot start the browser's proxy: {e}")))?;
-    let chromium = Chromium::start(&settings.executable, &settings.profiles, proxy.port()).await?;
-    let cdp = Cdp::connect(&chromium.endpoint).await?;
+    let (mut chromium, cdp) = Chromium::start(
+        &settings.executable,
+        &settings.profiles,
+        proxy.port(),
+        &settings.hidden,
+    )?;
+    chromium.started(&cdp).await?;
     cdp.call(
         "Browser.setDownloadBehavior",
         json!({"behavior": "deny", "eventsEnabled": false}),

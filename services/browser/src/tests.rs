@@ -57,6 +57,7 @@ fn browser(allow_private: bool, profiles: &std::path::Path) -> Browser {
         profiles: profiles.to_path_buf(),
         allow_private,
         navigation_timeout: Duration::from_secs(20),
+        hidden: Vec::new(),
     })
 }
 
@@ -205,6 +206,7 @@ async fn only_web_pages_can_be_opened() {
         profiles: profiles.path().to_path_buf(),
         allow_private: false,
         navigation_timeout: Duration::from_secs(1),
+        hidden: Vec::new(),
     });
     for url in [
         "file:///etc/passwd",

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use talaria_approval::{
-    Approval, ApprovalPolicy, ApprovalRequest, Approver, CommandCheck, Decision, Finding,
+    Admitted, Approval, ApprovalPolicy, ApprovalRequest, Approver, CommandCheck, Decision, Finding,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, CwdKind};
+use crate::confine::{Confinement, Controls};
 use crate::runner::run;
 use crate::workspace::place;
 use crate::{ExecError, ExecOutput, ExecRequest, shell_quote};
@@ -228,12 +229,26 @@ fn is_interpreter(word: &str) -> bool {
     INTERPRETERS.contains(&name.as_str())
 }
 
+/// How much of the confinement's protection a command keeps: what the user approved of the
+/// profile's controls (a change, or reading a secret), it may do.
+fn controls_for(admitted: &Admitted) -> Controls {
+    match &admitted.protected {
+        None => Controls::Protected,
+        Some(finding) if finding.id == PROTECTED_READ => Controls::Open,
+        Some(_) => Controls::Writable,
+    }
+}
+
+/// The finding id of reading a protected secret (`talaria-approval`'s).
+const PROTECTED_READ: &str = "protected-read";
+
 /// The [`Executor`] tools get: checks each command with the approval policy
 /// (asking the surface's approver when needed), then runs it on the backend.
 pub struct GatedExecutor {
     backend: Arc<dyn Backend>,
     policy: Arc<ApprovalPolicy>,
     approver: Arc<dyn Approver>,
+    confinement: Confinement,
 }
 
 impl GatedExecutor {
@@ -247,7 +262,21 @@ impl GatedExecutor {
             backend,
             policy,
             approver,
+            confinement: Confinement::new(),
         }
+    }
+
+    /// Records what processes the agent starts on this machine outside the backend (MCP
+    /// servers, the browser) may not touch; the backend's own commands are confined by the
+    /// backend, which is given the same.
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = confinement;
+        self
+    }
+
+    /// See [`with_confinement`](Self::with_confinement).
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
     /// The backend commands run on.
@@ -300,11 +329,22 @@ impl GatedExecutor {
         let cwd = self.screen_cwd(&request.cwd);
         let Some(workspace) = outside else {
             let sandboxed = self.backend.sandboxed();
-            let approval = self
-                .screen(&text, origin, cwd.as_deref(), sandboxed)
-                .await?;
+            let check = CommandCheck {
+                session_id: &origin.session_id,
+                tool: &origin.tool,
+                command: &text,
+                cwd: cwd.as_deref(),
+                sandboxed,
+                unmatched: None,
+            };
+            let admitted = self
+                .policy
+                .admit(check, self.approver.as_ref())
+                .await
+                .map_err(|denied| ExecError::Denied(denied.message))?;
+            request.controls = controls_for(&admitted);
             return Ok(Admission {
-                approval,
+                approval: admitted.approval,
                 sandboxed,
             });
         };
@@ -331,9 +371,9 @@ impl GatedExecutor {
             sandboxed: false,
             unmatched: Some(unmatched),
         };
-        let approval = self
+        let admitted = self
             .policy
-            .check_command(check, &approver)
+            .admit(check, &approver)
             .await
             .map_err(|denied| {
                 if denied.message.contains(&where_) {
@@ -342,8 +382,9 @@ impl GatedExecutor {
                     ExecError::Denied(format!("{} ({where_})", denied.message))
                 }
             })?;
+        request.controls = controls_for(&admitted);
         Ok(Admission {
-            approval,
+            approval: admitted.approval,
             sandboxed: false,
         })
     }
@@ -379,6 +420,31 @@ impl GatedExecutor {
             cwd,
             sandboxed,
             unmatched: None,
+        };
+        self.policy
+            .check_command(check, self.approver.as_ref())
+            .await
+            .map_err(|denied| ExecError::Denied(denied.message))
+    }
+
+    /// Screens `text` like [`screen`](Self::screen) for a reader that is not a shell: only the
+    /// lists apply (it is not a command line), and text no rule matches still needs approval
+    /// of `finding` outside a sandbox or yolo mode.
+    pub(crate) async fn screen_as(
+        &self,
+        text: &str,
+        origin: &ExecOrigin,
+        cwd: Option<&Path>,
+        sandboxed: bool,
+        finding: Finding,
+    ) -> Result<Approval, ExecError> {
+        let check = CommandCheck {
+            session_id: &origin.session_id,
+            tool: &origin.tool,
+            command: text,
+            cwd,
+            sandboxed,
+            unmatched: Some(finding),
         };
         self.policy
             .check_command(check, self.approver.as_ref())

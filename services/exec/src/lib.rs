@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod confine;
 mod gate;
 mod group;
 mod processes;
@@ -33,12 +34,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use backend::{Backend, BwrapBackend, CwdKind, LocalBackend, SshBackend, SshConfig};
+pub use confine::{Confinement, Controls, FileProtection, Mount, Protection, probe};
 pub use gate::{ExecOrigin, Executor, GatedExecutor, command_text};
 pub use processes::{ProcessChunk, ProcessInfo, ProcessTable};
 pub use runner::run;
 pub use shell::shell_quote;
 pub use supervisor::{
-    SUPERVISE_ARG, enable_supervisor, local_command, protect_agent_process, supervise_main,
+    SUPERVISE_ARG, confined_command, enable_supervisor, local_command, protect_agent_process,
+    supervise_main,
 };
 pub use workspace::lexical;
 
@@ -71,6 +74,9 @@ pub struct ExecRequest {
     /// Most bytes kept of stdout and (separately) stderr; the rest is drained
     /// and dropped so the command never blocks on a full pipe.
     pub output_cap: usize,
+    /// How much of the backend's [`Confinement`] protects the profile's controls from it
+    /// (the gate relaxes it only for what the user approved).
+    pub controls: Controls,
 }
 
 impl ExecRequest {
@@ -84,6 +90,7 @@ impl ExecRequest {
             stdin: None,
             timeout: Duration::from_secs(120),
             output_cap: DEFAULT_OUTPUT_CAP,
+            controls: Controls::Protected,
         }
     }
 }

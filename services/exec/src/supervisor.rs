@@ -25,6 +25,7 @@ use nix::sys::signal::{SigSet, Signal, killpg, raise};
 use nix::unistd::{Pid, getpgrp, getpid, getppid, setpgid};
 
 use crate::ExecError;
+use crate::confine::{CONFINE_FLAG, Confinement, PROBE_FLAG};
 
 /// The hidden subcommand of the `talaria` binary that runs [`supervise_main`].
 pub const SUPERVISE_ARG: &str = "__supervise";
@@ -58,11 +59,22 @@ pub(crate) fn supervisor() -> Option<&'static Path> {
 
 /// A command running `program` with `args` on this machine: under the
 /// supervisor when it is enabled, directly otherwise. Long-lived helpers the
-/// host starts itself (the browser tools' Chromium) use it too, so they die
-/// with the agent.
+/// host starts itself use [`confined_command`] instead.
 pub fn local_command(program: &str, args: &[String]) -> Command {
+    command_for(program, args, None)
+}
+
+/// [`local_command`] with the supervisor applying `confinement` before it starts `program`
+/// (see [`Confinement`]): local commands, MCP servers and the browser all start this way, so
+/// none of them can read the agent's keys through `/proc` or change the profile's controls.
+/// Without a supervisor (the exec crate's own tests, other embedders) nothing is confined.
+pub fn confined_command(program: &str, args: &[String], confinement: &Confinement) -> Command {
+    command_for(program, args, Some(confinement))
+}
+
+fn command_for(program: &str, args: &[String], confinement: Option<&Confinement>) -> Command {
     match supervisor() {
-        Some(exe) => supervised_command(exe, program, args),
+        Some(exe) => supervised_command(exe, confinement, program, args),
         None => {
             let mut command = Command::new(program);
             command.args(args);
@@ -71,17 +83,23 @@ pub fn local_command(program: &str, args: &[String]) -> Command {
     }
 }
 
-/// `exe __supervise <this pid> -- program args…`.
-pub(crate) fn supervised_command(exe: &Path, program: &str, args: &[String]) -> Command {
+/// `exe __supervise <this pid> [--confine …] -- program args…`.
+pub(crate) fn supervised_command(
+    exe: &Path,
+    confinement: Option<&Confinement>,
+    program: &str,
+    args: &[String],
+) -> Command {
     let mut command = Command::new(exe);
     // What `ps` shows, also when `exe` is /proc/self/exe.
     command.arg0("talaria");
     command
         .arg(SUPERVISE_ARG)
-        .arg(std::process::id().to_string())
-        .arg("--")
-        .arg(program)
-        .args(args);
+        .arg(std::process::id().to_string());
+    if let Some(confinement) = confinement {
+        command.args(confinement.to_args());
+    }
+    command.arg("--").arg(program).args(args);
     command
 }
 
@@ -100,23 +118,43 @@ pub fn protect_agent_process() -> Result<(), ExecError> {
 #[derive(Debug, PartialEq, Eq)]
 struct Invocation {
     agent: Pid,
+    confinement: Option<Confinement>,
+    /// Apply the confinement and report it instead of running anything.
+    probe: bool,
     program: OsString,
     args: Vec<OsString>,
 }
 
 fn parse(args: Vec<OsString>) -> Result<Invocation, String> {
-    let mut args = args.into_iter();
+    let mut args = args.into_iter().peekable();
     let agent = args
         .next()
         .and_then(|pid| pid.to_str()?.parse::<i32>().ok())
         .filter(|pid| *pid > 1)
         .ok_or("expected the agent's process id first")?;
+    let confinement = if args.peek().is_some_and(|arg| arg == CONFINE_FLAG) {
+        args.next();
+        Some(Confinement::from_args(&mut args)?)
+    } else {
+        None
+    };
+    if args.peek().is_some_and(|arg| arg == PROBE_FLAG) {
+        return Ok(Invocation {
+            agent: Pid::from_raw(agent),
+            confinement,
+            probe: true,
+            program: OsString::new(),
+            args: Vec::new(),
+        });
+    }
     if args.next().as_deref() != Some("--".as_ref()) {
         return Err("expected `--` after the agent's process id".to_owned());
     }
     let program = args.next().ok_or("expected a program after `--`")?;
     Ok(Invocation {
         agent: Pid::from_raw(agent),
+        confinement,
+        probe: false,
         program,
         args: args.collect(),
     })
@@ -146,6 +184,13 @@ fn supervise(args: Vec<OsString>) -> Result<ExitCode, String> {
     // The agent may have died before we got here: don't start anything then.
     if getppid() != invocation.agent {
         return Err("the agent that started it is gone".to_owned());
+    }
+    // Still one thread: a user namespace can only be entered by a single-threaded process.
+    let protection = invocation.confinement.as_ref().map(Confinement::apply);
+    if invocation.probe {
+        let protection = protection.unwrap_or_else(|| Confinement::new().apply());
+        print!("{}", protection.to_lines());
+        return Ok(ExitCode::SUCCESS);
     }
     // std does not reset the signal mask of a child it spawns: start the
     // command with a clean one (whatever mask the spawning thread had).
@@ -264,6 +309,8 @@ mod tests {
             parse(os(&["1234", "--", "sh", "-c", "echo hi"])),
             Ok(Invocation {
                 agent: Pid::from_raw(1234),
+                confinement: None,
+                probe: false,
                 program: "sh".into(),
                 args: os(&["-c", "echo hi"]),
             })
@@ -285,8 +332,22 @@ mod tests {
     }
 
     #[test]
+    fn a_confinement_reaches_the_supervisor() {
+        let confinement = Confinement::new()
+            .read_only("/h/.talaria")
+            .hidden("/h/.talaria/.env");
+        let command = supervised_command(Path::new("/t"), Some(&confinement), "sh", &[]);
+        let invocation = parse(command.get_args().skip(1).map(OsString::from).collect()).unwrap();
+        assert_eq!(invocation.confinement, Some(confinement));
+        assert_eq!(invocation.program, "sh");
+        assert!(!invocation.probe);
+        let probe = parse(os(&["1234", CONFINE_FLAG, "--ro", "/x", PROBE_FLAG])).unwrap();
+        assert!(probe.probe);
+    }
+
+    #[test]
     fn supervised_command_names_this_process_as_the_agent() {
-        let command = supervised_command(Path::new("/bin/talaria"), "ls", &["-l".to_owned()]);
+        let command = supervised_command(Path::new("/bin/talaria"), None, "ls", &["-l".to_owned()]);
         let args: Vec<_> = command.get_args().collect();
         let pid = std::process::id().to_string();
         assert_eq!(command.get_program(), "/bin/talaria");

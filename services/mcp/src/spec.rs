@@ -55,8 +55,9 @@ pub struct ServerSpec {
     pub config: McpServerConfig,
     /// Reconnects and parking.
     pub policy: ReconnectPolicy,
-    /// Host paths a server in bubblewrap must not read (the profile's secrets).
-    pub hidden: Vec<std::path::PathBuf>,
+    /// What the server may not touch on this machine (the profile's controls and secrets,
+    /// the agent's process), in bubblewrap or not.
+    pub confinement: talaria_exec::Confinement,
     scrubber: Scrubber,
 }
 
@@ -72,13 +73,13 @@ impl ServerSpec {
             scrubber: Scrubber::for_config(&config),
             config,
             policy: ReconnectPolicy::default(),
-            hidden: Vec::new(),
+            confinement: talaria_exec::Confinement::new(),
         })
     }
 
-    /// The same server with `paths` hidden from it when it runs in bubblewrap.
-    pub fn with_hidden(mut self, paths: impl IntoIterator<Item = std::path::PathBuf>) -> Self {
-        self.hidden.extend(paths);
+    /// The same server confined by `confinement`.
+    pub fn with_confinement(mut self, confinement: talaria_exec::Confinement) -> Self {
+        self.confinement = confinement;
         self
     }
 

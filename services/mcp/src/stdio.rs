@@ -115,9 +115,14 @@ impl StdioProcess {
         let mut command = if config.sandboxed() {
             in_bwrap(spec, &program)?
         } else {
-            let mut command = Command::new(&program);
+            // Under the supervisor: it dies with the agent and cannot reach its process or
+            // the profile's controls.
+            let mut command = Command::from(talaria_exec::confined_command(
+                &program,
+                &config.args,
+                &spec.confinement,
+            ));
             command
-                .args(&config.args)
                 .env_clear()
                 .envs(minimal_env(std::env::vars_os(), &config.env));
             if let Some(cwd) = &config.cwd {
@@ -187,7 +192,8 @@ impl StdioProcess {
 
 /// The server's command inside bubblewrap, as the `bwrap` terminal backend runs commands: the
 /// file system read-only but for its working directory (`cwd`, else Talaria's), private `/tmp`,
-/// the profile's secrets hidden, capabilities dropped; the network stays (servers call APIs).
+/// the profile's controls read-only and secrets hidden, capabilities dropped; the network stays
+/// (servers call APIs).
 fn in_bwrap(spec: &ServerSpec, program: &str) -> Result<Command, McpError> {
     let config = &spec.config;
     let refused = |reason: String| McpError::Spawn {
@@ -199,9 +205,19 @@ fn in_bwrap(spec: &ServerSpec, program: &str) -> Result<Command, McpError> {
         Some(dir) => std::path::PathBuf::from(dir),
         None => std::env::current_dir().map_err(|e| refused(e.to_string()))?,
     };
+    // The server's files named in its (configured, trusted) arguments — a script under /tmp,
+    // say — are there in the sandbox's private /tmp too, read-only.
+    let confinement = config
+        .args
+        .iter()
+        .map(std::path::Path::new)
+        .filter(|arg| arg.is_absolute() && arg.starts_with("/tmp") && arg.exists())
+        .fold(spec.confinement.clone(), |confinement, arg| {
+            confinement.read_only(arg)
+        });
     let backend = BwrapBackend::new(true)
         .map_err(|e| refused(e.to_string()))?
-        .with_hidden(spec.hidden.iter().cloned());
+        .with_confinement(confinement);
     let mut request = ExecRequest::new(program, config.args.clone(), cwd);
     request.env = minimal_env(std::env::vars_os(), &config.env)
         .into_iter()

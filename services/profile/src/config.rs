@@ -297,16 +297,21 @@ pub enum ApprovalMode {
     Yolo,
     /// Deny dangerous commands without asking.
     Deny,
+    /// Have the auxiliary model rate a command that needs approval first: low risk runs,
+    /// the rest is asked about as under `ask`.
+    Smart,
 }
 
 /// Command approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalsConfig {
-    /// ask, yolo or deny.
+    /// ask, yolo, deny or smart.
     pub mode: ApprovalMode,
     /// Seconds to wait for an answer before denying.
     pub timeout_secs: u64,
+    /// Seconds the rater of `smart` mode may take before the user is asked instead.
+    pub smart_timeout_secs: u64,
 }
 
 impl Default for ApprovalsConfig {
@@ -314,6 +319,7 @@ impl Default for ApprovalsConfig {
         Self {
             mode: ApprovalMode::Ask,
             timeout_secs: 60,
+            smart_timeout_secs: 20,
         }
     }
 }

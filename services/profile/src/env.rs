@@ -1,5 +1,6 @@
-//! Environment lookup: the process environment first, then the profile's `.env`
-//! file. The process environment is never modified.
+//! Environment lookup: the process environment first (with the keys sealed out of its block,
+//! `talaria-environ`), then the profile's `.env` file. The process environment is never
+//! modified.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -74,7 +75,7 @@ impl EnvLayer {
     pub fn get(&self, name: &str) -> Option<String> {
         let from_process = match &self.process {
             Some(fixed) => fixed.get(name).cloned(),
-            None => std::env::var(name).ok(),
+            None => talaria_environ::var(name),
         };
         from_process
             .or_else(|| self.dotenv.get(name).cloned())

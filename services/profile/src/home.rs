@@ -132,6 +132,11 @@ impl ProfileHome {
         self.root.join("skins")
     }
 
+    /// Files commands see in place of others (`config.yaml` without its keys).
+    pub fn sandbox_views_dir(&self) -> PathBuf {
+        self.root.join("state").join("sandbox")
+    }
+
     /// The session database.
     pub fn session_db(&self) -> PathBuf {
         self.root.join("state").join("sessions.sqlite")

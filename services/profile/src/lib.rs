@@ -9,6 +9,7 @@
 pub mod browser_config;
 pub mod config;
 pub mod config_edit;
+pub mod config_view;
 pub mod cron_config;
 pub mod env;
 pub mod gateway_config;

@@ -67,6 +67,9 @@ pub enum SkillError {
     /// The caller's threat scanner refused the text; nothing was written.
     #[error("write rejected by the security scan, nothing was changed: {0}")]
     Rejected(String),
+    /// The threat scanner refused a skill's text on reading it; nothing of it is shown.
+    #[error("not shown: the security scan refused it ({0})")]
+    Blocked(String),
     /// A missing or malformed tool argument.
     #[error("{0}")]
     Argument(String),

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::discover::discover;
@@ -14,6 +15,28 @@ use crate::visibility::Visibility;
 /// The category of a skill directly under a root (`<root>/<name>/SKILL.md`).
 pub const GENERAL_CATEGORY: &str = "general";
 
+/// The check behind a [`ContentScan`].
+pub type ScanText = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+/// A check of a `SKILL.md`'s whole text before the skill is offered (the threat scanner):
+/// `Err` says why it is left out.
+#[derive(Clone)]
+pub struct ContentScan(pub Arc<ScanText>);
+
+impl std::fmt::Debug for ContentScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ContentScan")
+    }
+}
+
+impl PartialEq for ContentScan {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ContentScan {}
+
 /// Where skills live.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SkillRoots {
@@ -22,6 +45,9 @@ pub struct SkillRoots {
     /// Read-only roots (skills shipped with the distribution), searched after
     /// the user root in order.
     pub bundled: Vec<PathBuf>,
+    /// Every `SKILL.md` is scanned with this at load, whatever wrote it (a command's `cp`
+    /// as much as `skill_manage`); one it refuses is skipped and reported.
+    pub scan: Option<ContentScan>,
 }
 
 impl SkillRoots {
@@ -30,7 +56,15 @@ impl SkillRoots {
         Self {
             user: user.into(),
             bundled: Vec::new(),
+            scan: None,
         }
+    }
+
+    /// Scans every `SKILL.md` with `scan` at load (see [`scan`](Self::scan)).
+    #[must_use]
+    pub fn with_scan(mut self, scan: ContentScan) -> Self {
+        self.scan = Some(scan);
+        self
     }
 
     /// Adds a read-only root.
@@ -120,7 +154,7 @@ impl SkillIndex {
                             .filter(|cached| cached.stamp == stamp)
                             .unwrap_or_else(|| Cached {
                                 stamp,
-                                parsed: parse_file(&path),
+                                parsed: parse_file(&path, self.roots.scan.as_ref()),
                             });
                         let parsed = cached.parsed.clone();
                         cache.insert(path.clone(), cached);
@@ -230,8 +264,11 @@ fn stamp(path: &Path) -> std::io::Result<Stamp> {
     Ok((metadata.modified().ok(), metadata.len()))
 }
 
-fn parse_file(path: &Path) -> Result<(SkillMeta, Vec<String>), String> {
+fn parse_file(path: &Path, scan: Option<&ContentScan>) -> Result<(SkillMeta, Vec<String>), String> {
     let text = read_skill_md(path).map_err(|e| e.to_string())?;
+    if let Some(ContentScan(scan)) = scan {
+        scan(&text).map_err(|reason| format!("left out by the security scan: {reason}"))?;
+    }
     let parsed = parse_skill_md(&text, ParseMode::Load).map_err(|e| e.to_string())?;
     Ok((parsed.meta, parsed.warnings))
 }

@@ -45,7 +45,7 @@ mod visibility;
 pub use error::SkillError;
 pub use guidance::SKILL_GUIDANCE;
 pub use handlers::{handle_skill_manage, handle_skill_view, handle_skills_list};
-pub use index::{GENERAL_CATEGORY, Skill, SkillIndex, SkillRoots};
+pub use index::{ContentScan, GENERAL_CATEGORY, Skill, SkillIndex, SkillRoots};
 pub use issue::{IssueKind, SkillIssue};
 pub use limits::{
     MAX_DESCRIPTION_CHARS, MAX_LOADED_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_FILE_BYTES,

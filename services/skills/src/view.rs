@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::error::SkillError;
 use crate::files::{FileContent, read_for_view, read_skill_md};
+use crate::index::ContentScan;
 use crate::index::SkillIndex;
 use crate::limits::MAX_SKILL_FILE_BYTES;
 use crate::listing::{SupportingFiles, list_supporting};
@@ -66,7 +67,9 @@ impl SkillIndex {
             .get(name)
             .ok_or_else(|| SkillError::NotFound(name.to_owned()))?;
         let Some(file_path) = file_path.filter(|p| !p.trim().is_empty()) else {
-            let parsed = parse_skill_md(&read_skill_md(&skill.skill_md())?, ParseMode::Load)?;
+            let text = read_skill_md(&skill.skill_md())?;
+            self.scan_read(&text)?;
+            let parsed = parse_skill_md(&text, ParseMode::Load)?;
             return Ok(SkillView::Skill(SkillPage {
                 name: skill.meta.name.clone(),
                 category: skill.category.clone(),
@@ -86,7 +89,10 @@ impl SkillIndex {
             });
         }
         let (size, content) = match read_for_view(&path, MAX_SKILL_FILE_BYTES, file_path)? {
-            FileContent::Text(text) => (text.len() as u64, Some(text)),
+            FileContent::Text(text) => {
+                self.scan_read(&text)?;
+                (text.len() as u64, Some(text))
+            }
             FileContent::Binary { size } => (size, None),
         };
         Ok(SkillView::File(FilePage {
@@ -96,5 +102,14 @@ impl SkillIndex {
             binary: content.is_none(),
             content,
         }))
+    }
+
+    /// Text read for the model passes the roots' scan again: the file may have changed
+    /// since the index loaded it.
+    fn scan_read(&self, text: &str) -> Result<(), SkillError> {
+        match &self.roots().scan {
+            Some(ContentScan(scan)) => scan(text).map_err(SkillError::Blocked),
+            None => Ok(()),
+        }
     }
 }

@@ -53,6 +53,10 @@ impl Approver for TerminalApprover {
     fn can_answer(&self) -> bool {
         open_tty().is_ok()
     }
+
+    fn notify(&self, message: &str) {
+        eprintln!("  ! {message}");
+    }
 }
 
 /// Reads an answer; anything unclear is a denial.

@@ -37,6 +37,12 @@ pub enum Command {
     /// Show, read and change config.yaml.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check what keeps the agent's commands from its controls and keys, and say what to fix.
+    Doctor {
+        /// One JSON object per check.
+        #[arg(long)]
+        json: bool,
+    },
     /// Bring skills, memory, persona and settings over from another agent.
     #[command(subcommand)]
     Import(ImportCommand),

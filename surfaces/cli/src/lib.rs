@@ -14,6 +14,7 @@ mod config_cmd;
 mod cron_cmd;
 #[cfg(feature = "compiler")]
 mod distribution;
+mod doctor_cmd;
 // A runtime-only build (no compiler) has none of the tools for building plugins and
 // distributions: their commands say so.
 #[cfg(not(feature = "compiler"))]
@@ -95,13 +96,24 @@ fn runtime_builder(cli: &Cli) -> tokio::runtime::Builder {
     }
 }
 
+/// Whether the command runs the agent (and so commands on this machine).
+fn runs_the_agent(cli: &Cli) -> bool {
+    match &cli.command {
+        None | Some(args::Command::Chat(_)) => true,
+        #[cfg(feature = "gateway")]
+        Some(args::Command::Gateway(_)) => true,
+        #[cfg(feature = "acp")]
+        Some(args::Command::Acp(_)) => true,
+        #[cfg(feature = "api")]
+        Some(args::Command::Serve(_)) => true,
+        #[cfg(feature = "batch")]
+        Some(args::Command::Batch(_)) => true,
+        _ => false,
+    }
+}
+
 /// Parses arguments, runs the command and returns the process exit code.
 pub fn main() -> ExitCode {
-    // Before anything else: the commands this process runs must not read its
-    // initial environment block (provider keys) through /proc.
-    if let Err(error) = talaria_exec::protect_agent_process() {
-        eprintln!("warning: {error}");
-    }
     let mut raw = std::env::args_os();
     match raw.nth(1) {
         Some(arg) if arg == talaria_exec::SUPERVISE_ARG => {
@@ -111,6 +123,16 @@ pub fn main() -> ExitCode {
             return talaria_approval::parse_check_main();
         }
         _ => {}
+    }
+    // Before anything else (and before any thread starts): the keys leave the
+    // environment block, which lasts as long as the process (this starts the
+    // program again once, with them handed over in memory) …
+    if let Err(error) = talaria_environ::seal() {
+        eprintln!("warning: {error}");
+    }
+    // … and what is left is not readable by the commands this process runs.
+    if let Err(error) = talaria_exec::protect_agent_process() {
+        eprintln!("warning: {error}");
     }
     // Local commands start through `talaria __supervise`, so they die with us; where panics
     // abort, the approval layer has `talaria __approval-parse-check` parse a line first.
@@ -129,6 +151,13 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    if runs_the_agent(&cli) && nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "warning: Talaria runs as root: the commands it runs have root's rights on this \
+             machine (the profile's controls and the agent's keys stay out of their reach where \
+             the kernel allows; `talaria doctor` shows what is in force)"
+        );
+    }
     // The profile home is decided here, before anything reads a path.
     let profiles = match Profiles::from_env() {
         Ok(profiles) => profiles,
@@ -182,6 +211,7 @@ pub fn main() -> ExitCode {
                 plugin_registry::run(command, &home).await
             }
             Some(args::Command::Config(command)) => config_cmd::run(command, &home),
+            Some(args::Command::Doctor { json }) => doctor_cmd::run(&home, json),
             Some(args::Command::Session(command)) => sessions_cmd::run(command, &home),
             Some(args::Command::Import(command)) => import_cmd::run(command, &home).await,
             Some(args::Command::SlashCommands(command)) => commands_cmd::run(command, &home).await,

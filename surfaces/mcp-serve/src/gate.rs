@@ -118,17 +118,16 @@ impl Gate {
 
 /// The key from environment variable `name`, checked.
 pub fn key_from_env(name: &str) -> Result<String, String> {
-    let key = match std::env::var(name) {
-        Ok(key) => key,
-        Err(std::env::VarError::NotPresent) => {
+    let key = match talaria_environ::var_os(name) {
+        Some(key) => key
+            .into_string()
+            .map_err(|_| format!("{name} is not valid UTF-8"))?,
+        None => {
             return Err(format!(
                 "HTTP mode needs a bearer key: set {name} to a secret of at least \
                  {MIN_KEY_CHARS} characters (or name another variable with --key-env); \
                  clients send it as 'Authorization: Bearer <key>'"
             ));
-        }
-        Err(std::env::VarError::NotUnicode(_)) => {
-            return Err(format!("{name} is not valid UTF-8"));
         }
     };
     let key = key.trim().to_owned();

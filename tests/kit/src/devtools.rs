@@ -1,17 +1,17 @@
-//! A stand-in for Chromium's DevTools endpoint, for the browser tools'
-//! light tests (the real browser takes minutes to install and runs in the
-//! heavy group): a WebSocket on loopback answering the commands the tools
-//! send with one fixed page, recording each command, and a program that
-//! takes Chromium's place at launch — it writes this endpoint where
-//! Chromium writes its DevTools port, notes its pid, and waits to be killed.
+//! A stand-in for Chromium's DevTools pipe, for the browser tools' light
+//! tests (the real browser takes minutes to install and runs in the heavy
+//! group): a loopback socket speaking the pipe's framing (JSON messages ended
+//! by a NUL byte), answering the commands the tools send with one fixed page
+//! and recording each command, and a program that takes Chromium's place at
+//! launch — it notes its pid and joins its fds 3 and 4 (the pipe Chromium is
+//! given) to this socket until it is killed.
 
-use std::io;
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tungstenite::Message;
 
 use crate::static_files::ThreadServer;
 
@@ -59,20 +59,24 @@ impl FakeDevTools {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
-    /// Writes, into `dir`, a program to configure as the browser: it finds
-    /// `--user-data-dir=` among its arguments, writes this endpoint's
-    /// address there as `DevToolsActivePort`, writes its pid to `pid_file`,
-    /// then sleeps (as the same process) until it is killed.
-    pub fn fake_chromium(&self, dir: &Path, pid_file: &Path) -> io::Result<PathBuf> {
+    /// Writes, into `dir`, a program to configure as the browser: it writes
+    /// its pid to `pid_file`, its arguments to `<pid_file>.args` and what it
+    /// reads of `peek` to `<pid_file>.peek` (what the browser could see there),
+    /// then carries what the agent writes on its fd 3 to this endpoint and the
+    /// endpoint's answers to its fd 4, until killed.
+    pub fn fake_chromium(&self, dir: &Path, pid_file: &Path, peek: &Path) -> io::Result<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("fake-chromium");
         let script = format!(
-            "#!/bin/sh\n\
-             for arg in \"$@\"; do case \"$arg\" in --user-data-dir=*) dir=\"${{arg#--user-data-dir=}}\";; esac; done\n\
+            "#!/bin/bash\n\
              echo $$ > '{pid}'\n\
-             printf '%s\\n%s\\n' {port} /devtools/browser/fake > \"$dir/DevToolsActivePort\"\n\
-             exec sleep 600\n",
+             printf '%s\\n' \"$@\" > '{pid}.args'\n\
+             cat '{peek}' > '{pid}.peek' 2>&1\n\
+             exec 5<>/dev/tcp/127.0.0.1/{port}\n\
+             cat <&3 >&5 &\n\
+             exec cat <&5 >&4\n",
             pid = pid_file.display(),
+            peek = peek.display(),
             port = self.server.addr().port(),
         );
         std::fs::write(&path, script)?;
@@ -82,15 +86,21 @@ impl FakeDevTools {
 }
 
 fn serve(stream: TcpStream, page: &FakePage, seen: &Mutex<Vec<DevToolsCall>>) -> io::Result<()> {
-    let mut socket = tungstenite::accept(stream).map_err(io::Error::other)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut send = |value: Value| -> io::Result<()> {
+        let mut bytes = value.to_string().into_bytes();
+        bytes.push(0);
+        writer.write_all(&bytes)
+    };
     let mut url = "about:blank".to_owned();
     loop {
-        let text = match socket.read() {
-            Ok(Message::Text(text)) => text,
-            Ok(Message::Close(_)) | Err(_) => return Ok(()),
-            Ok(_) => continue,
-        };
-        let Ok(command) = serde_json::from_str::<Value>(text.as_str()) else {
+        let mut message = Vec::new();
+        if reader.read_until(0, &mut message)? == 0 {
+            return Ok(());
+        }
+        message.pop_if(|b| *b == 0);
+        let Ok(command) = serde_json::from_slice::<Value>(&message) else {
             continue;
         };
         let method = command["method"].as_str().unwrap_or_default().to_owned();
@@ -110,6 +120,7 @@ fn serve(stream: TcpStream, page: &FakePage, seen: &Mutex<Vec<DevToolsCall>>) ->
             page.title.as_str()
         };
         let result = match method.as_str() {
+            "Browser.getVersion" => json!({"product": "FakeChrome/1.0"}),
             "Target.getTargets" => {
                 json!({"targetInfos": [{"targetId": "T1", "type": "page", "url": url}]})
             }
@@ -126,11 +137,7 @@ fn serve(stream: TcpStream, page: &FakePage, seen: &Mutex<Vec<DevToolsCall>>) ->
             "Accessibility.getFullAXTree" => json!({"nodes": page.ax_nodes}),
             _ => json!({}),
         };
-        let answer =
-            json!({"id": command["id"], "result": result, "sessionId": command["sessionId"]});
-        socket
-            .send(Message::text(answer.to_string()))
-            .map_err(io::Error::other)?;
+        send(json!({"id": command["id"], "result": result, "sessionId": command["sessionId"]}))?;
         if method == "Page.navigate" {
             for (event, params) in [
                 (
@@ -139,10 +146,7 @@ fn serve(stream: TcpStream, page: &FakePage, seen: &Mutex<Vec<DevToolsCall>>) ->
                 ),
                 ("Page.loadEventFired", json!({"timestamp": 1.0})),
             ] {
-                let event = json!({"method": event, "params": params, "sessionId": "S1"});
-                socket
-                    .send(Message::text(event.to_string()))
-                    .map_err(io::Error::other)?;
+                send(json!({"method": event, "params": params, "sessionId": "S1"}))?;
             }
         }
     }

@@ -11,7 +11,7 @@ impl config::Host for HostCtx {
             return Ok(Some(value.clone()));
         }
         if plugin.caps.env.contains(&name) {
-            return Ok(std::env::var(&name).ok());
+            return Ok(talaria_environ::var(&name));
         }
         if plugin.requested_env.contains(&name) {
             return Err(HostError::Denied(plugin.denied(&format!("env {name}"))));

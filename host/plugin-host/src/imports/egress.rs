@@ -48,7 +48,7 @@ pub struct ProcessEnvSecrets;
 
 impl SecretSource for ProcessEnvSecrets {
     fn secret(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|value| !value.is_empty())
+        talaria_environ::var(name).filter(|value| !value.is_empty())
     }
 }
 

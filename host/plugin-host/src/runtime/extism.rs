@@ -146,7 +146,7 @@ impl ExtismPlugin {
     pub(crate) fn new(shared: &PluginShared, wasm: Vec<u8>, cache_config: Option<PathBuf>) -> Self {
         let mut config = shared.config.clone();
         for name in &shared.caps.env {
-            if let Ok(value) = std::env::var(name) {
+            if let Some(value) = talaria_environ::var(name) {
                 config.insert(name.clone(), value);
             }
         }

@@ -87,6 +87,7 @@ impl BrowserTools {
             profiles: home.tmp_dir().join("browser"),
             allow_private: config.security.allow_private_urls,
             navigation_timeout: Duration::from_secs(config.browser.navigation_timeout_secs),
+            hidden: home.protected_paths().with_resolved().homes,
         };
         let idle = Duration::from_secs(config.browser.idle_timeout_secs);
         let browser = match kept {
@@ -414,7 +415,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let pid_file = dir.path().join("browser.pid");
         let program = devtools
-            .fake_chromium(dir.path(), &pid_file)
+            .fake_chromium(dir.path(), &pid_file, &dir.path().join("home"))
             .unwrap_or_else(|e| panic!("{e}"));
         let mut config = ConfigFile::default();
         config.browser.executable = Some(program);

@@ -104,8 +104,13 @@ pub(crate) struct NativeToolInputs<'a> {
     /// Who answers `clarify`, when someone can.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
     /// The model `vision_analyze` asks (the auxiliary one, else the main one), the image store,
-    /// and whether it may read local files (not for a webhook's outside payload).
-    pub vision: (Arc<Auxiliary>, talaria_images::ImageStore, bool),
+    /// and where it may read local files (the file tools' grants; `None`: URLs only, as for a
+    /// webhook's outside payload).
+    pub vision: (
+        Arc<Auxiliary>,
+        talaria_images::ImageStore,
+        Option<Vec<std::path::PathBuf>>,
+    ),
     /// The browser tools, when the surface offers them and Chromium is there.
     pub browser: Option<BrowserTools>,
     /// The session's external memory provider (told of `memory` writes).
@@ -160,13 +165,13 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     {
         tools.push(Arc::new(CronJobTool::new(cron, exec.executor.clone())));
     }
-    let (vision_model, image_store, local_files) = vision;
+    let (vision_model, image_store, local_roots) = vision;
     tools.push(Arc::new(VisionTool::new(
         vision_model,
         image_store,
         cwd,
         exec.executor.clone(),
-        local_files,
+        local_roots,
     )));
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {

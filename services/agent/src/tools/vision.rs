@@ -31,26 +31,35 @@ pub struct VisionTool {
     store: ImageStore,
     cwd: PathBuf,
     gate: Arc<GatedExecutor>,
-    local_files: bool,
+    /// Where local images may be read from (what `read_file` may read); `None`: URLs only.
+    local_roots: Option<Vec<PathBuf>>,
 }
 
 impl VisionTool {
     /// A tool asking `model`, storing local images in `store`, resolving relative paths from
-    /// `cwd`; `local_files: false` (a webhook's session, driven by an outside payload) takes
-    /// URLs only.
+    /// `cwd` and reading local files only under `local_roots` (the file tools' grants; empty:
+    /// the working directory); `None` (a webhook's session, driven by an outside payload)
+    /// takes URLs only.
     pub fn new(
         model: Arc<Auxiliary>,
         store: ImageStore,
         cwd: &Path,
         gate: Arc<GatedExecutor>,
-        local_files: bool,
+        local_roots: Option<Vec<PathBuf>>,
     ) -> Self {
+        let local_roots = local_roots.map(|roots| {
+            if roots.is_empty() {
+                vec![cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())]
+            } else {
+                roots
+            }
+        });
         Self {
             model,
             store,
             cwd: cwd.to_path_buf(),
             gate,
-            local_files,
+            local_roots,
         }
     }
 
@@ -60,9 +69,9 @@ impl VisionTool {
         if lower.starts_with("http://") || lower.starts_with("https://") {
             return url_image(source).map_err(|e| e.to_string());
         }
-        if !self.local_files {
+        let Some(roots) = &self.local_roots else {
             return Err("only http(s) image URLs can be analysed here".into());
-        }
+        };
         let path = Path::new(source.strip_prefix("file://").unwrap_or(source));
         let absolute = if path.is_absolute() {
             path.to_path_buf()
@@ -70,6 +79,15 @@ impl VisionTool {
             self.cwd.join(path)
         };
         let resolved = resolve_existing(&absolute).unwrap_or(absolute);
+        // The file tools' confinement holds here too (symlinks and `..` resolved above).
+        if !roots.iter().any(|root| resolved.starts_with(root)) {
+            let allowed: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            return Err(format!(
+                "vision_analyze was not run: {} is outside what the file tools may read ({})",
+                resolved.display(),
+                allowed.join(", ")
+            ));
+        }
         self.gate
             .policy()
             .check_path(

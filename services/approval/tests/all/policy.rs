@@ -43,7 +43,7 @@ impl Approver for Fake {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;
         }
-        self.answer
+        self.answer.clone()
     }
 }
 
@@ -527,4 +527,53 @@ async fn protected_paths_named_by_tools_follow_the_protected_flow() {
         .check_path("s2", "write_file", &config, PathAccess::Write, &DenyAll)
         .await;
     assert_eq!(denied.unwrap_err().kind, DeniedKind::NoApprover);
+}
+
+/// `approvals.mode: smart`'s approver answers with a rating: it allows a dangerous command
+/// once, and never a protected one, which only a person may approve; the request says which
+/// is which.
+#[tokio::test]
+async fn a_rating_allows_a_dangerous_command_but_never_a_protected_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = protecting(&dir).with_yolo(false);
+    let rating = talaria_approval::Rating {
+        risk: talaria_approval::RatedRisk::Low,
+        reason: "a build directory".into(),
+        model: "rater".into(),
+    };
+    let rater = Fake::new(Decision::Rated(rating.clone()));
+    let approval = policy
+        .check("s1", "terminal", DANGEROUS, false, &rater)
+        .await;
+    assert_eq!(approval, Ok(Approval::Rated(rating)));
+    let denied = policy
+        .check("s1", "terminal", PROTECTED, false, &rater)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.kind, DeniedKind::NoApprover);
+    assert!(denied.message.contains("person"), "{}", denied.message);
+    let asked = rater.asked.lock().unwrap();
+    assert!(!asked[0].protected);
+    assert!(asked[1].protected);
+}
+
+/// What the user approved of the controls is reported, so a sandbox can let it happen.
+#[tokio::test]
+async fn an_approved_protected_command_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = protecting(&dir);
+    let user = Fake::new(Decision::Once);
+    let check = |command| talaria_approval::CommandCheck {
+        session_id: "s1",
+        tool: "terminal",
+        command,
+        ..Default::default()
+    };
+    let admitted = policy.admit(check(PROTECTED), &user).await.unwrap();
+    assert_eq!(
+        admitted.protected.map(|finding| finding.id),
+        Some("protected-write".to_owned())
+    );
+    let admitted = policy.admit(check(DANGEROUS), &user).await.unwrap();
+    assert_eq!(admitted.protected, None);
 }

@@ -2,26 +2,30 @@
 //! working directory writable.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use super::{Backend, check_env, check_local_cwd, check_program, find_program, scrub_env};
+use crate::confine::{Confinement, Mount};
 use crate::{ExecError, ExecRequest};
 
 /// Runs commands inside bubblewrap: the whole file system read-only, a
 /// private `/dev`, `/proc` and `/tmp`, the working directory bound
-/// read-write, every namespace unshared (the network too unless `network`),
-/// all capabilities dropped, and the sandbox killed with its parent.
+/// read-write, then the [`Confinement`]'s mounts (the profile homes
+/// read-only wherever they are, inside the working directory too; secrets
+/// hidden), every namespace unshared (the network too unless `network`), all
+/// capabilities dropped, and the sandbox killed with its parent. What a
+/// command needs from the host's `/tmp` (its program, `PATH` entries, the
+/// working directory) is bound into the private one at the same path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BwrapBackend {
     /// Keep the host's network (otherwise only a private loopback exists).
     pub network: bool,
     /// The `bwrap` executable.
     pub bwrap: PathBuf,
-    /// Host paths the sandbox must not read (e.g. the plugin cache's MAC
-    /// key): an existing file shows as an empty one, an existing directory
-    /// as an empty read-only one; missing paths are skipped.
-    pub hidden: Vec<PathBuf>,
+    /// What commands may not touch (applied after the working directory's
+    /// bind, so it holds inside it too).
+    pub confinement: Confinement,
     /// Host variables passed in besides [`PASSED_ENV`](crate::PASSED_ENV)
     /// (`terminal.env_passthrough`).
     pub passthrough: Vec<String>,
@@ -40,7 +44,7 @@ impl BwrapBackend {
         Ok(Self {
             network,
             bwrap,
-            hidden: Vec::new(),
+            confinement: Confinement::new(),
             passthrough: Vec::new(),
         })
     }
@@ -51,19 +55,22 @@ impl BwrapBackend {
         self
     }
 
-    /// Also hides `paths` from the sandbox (see [`hidden`](Self::hidden)).
-    pub fn with_hidden(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
-        self.hidden.extend(paths);
+    /// Confines commands with `confinement` (see [`confinement`](Self::confinement)).
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = confinement;
         self
     }
 
-    /// The mounts covering [`hidden`](Self::hidden) paths as they are now,
-    /// at their real location (a symlink to a secret hides the secret).
-    /// They come after the working directory's bind, so they apply inside it
-    /// too.
-    fn hide_args(&self) -> Vec<OsString> {
-        let mut args = Vec::new();
-        for path in &self.hidden {
+    /// The mounts of `confinement` as bubblewrap arguments, at the paths'
+    /// real locations (a symlink to a secret hides the secret); missing
+    /// paths are skipped.
+    fn confinement_args(confinement: &Confinement) -> Vec<OsString> {
+        let mut args: Vec<OsString> = Vec::new();
+        for mount in confinement.mounts() {
+            let (path, shown) = match mount {
+                Mount::ReadOnly(path) | Mount::Hidden(path) | Mount::Writable(path) => (path, None),
+                Mount::View { path, shown } => (path, Some(shown)),
+            };
             let Ok(real) = path.canonicalize() else {
                 continue;
             };
@@ -71,14 +78,60 @@ impl BwrapBackend {
                 // Hiding / would hide everything; not what anyone meant.
                 continue;
             }
-            if real.is_dir() {
-                args.extend(["--tmpfs".into(), real.clone().into()]);
-                args.extend(["--remount-ro".into(), real.into()]);
-            } else {
-                args.extend(["--ro-bind".into(), "/dev/null".into(), real.into()]);
+            match mount {
+                Mount::ReadOnly(_) => args.extend(["--ro-bind".into(), real.clone().into()]),
+                Mount::Writable(_) => args.extend(["--bind".into(), real.clone().into()]),
+                Mount::View { .. } => {
+                    args.extend([
+                        "--ro-bind".into(),
+                        shown.cloned().unwrap_or_default().into(),
+                    ]);
+                }
+                Mount::Hidden(_) if real.is_dir() => {
+                    args.extend(["--tmpfs".into(), real.clone().into(), "--remount-ro".into()]);
+                }
+                Mount::Hidden(_) => args.extend(["--ro-bind".into(), "/dev/null".into()]),
             }
+            args.push(real.into());
         }
         args
+    }
+
+    /// Read-only binds of what the command needs from the host's `/tmp`,
+    /// which the sandbox replaces: the top directory under `/tmp` holding
+    /// its program, each `PATH` entry and the working directory (a checkout
+    /// or a virtual environment there keeps its libraries beside its
+    /// binaries).
+    fn tmp_args(request: &ExecRequest, cwd: &Path) -> Vec<OsString> {
+        let path = request
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        let program = find_program(&request.program, cwd, Some(&path));
+        let mut tops: Vec<PathBuf> = std::env::split_paths(&path)
+            .chain(program)
+            .chain([cwd.to_path_buf()])
+            .filter_map(|dir| dir.canonicalize().ok())
+            .filter_map(|dir| tmp_top(&dir))
+            .collect();
+        tops.sort();
+        tops.dedup();
+        tops.into_iter()
+            .flat_map(|top| ["--ro-bind".into(), top.clone().into(), top.into()])
+            .collect()
+    }
+}
+
+/// `/tmp/<first component>` of a path under `/tmp`.
+fn tmp_top(path: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix("/tmp").ok()?;
+    match rest.components().next()? {
+        Component::Normal(first) => Some(Path::new("/tmp").join(first)),
+        _ => None,
     }
 }
 
@@ -109,13 +162,16 @@ impl Backend for BwrapBackend {
                     .to_owned(),
             ));
         }
+        let confinement = self.confinement.for_controls(request.controls);
         let mut command = Command::new(&self.bwrap);
         command
             .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-            .args(["--tmpfs", "/tmp", "--bind"])
+            .args(["--tmpfs", "/tmp"])
+            .args(Self::tmp_args(request, &cwd))
+            .arg("--bind")
             .arg(&cwd)
             .arg(&cwd)
-            .args(self.hide_args())
+            .args(Self::confinement_args(&confinement))
             .arg("--chdir")
             .arg(&cwd)
             .arg("--unshare-all");
@@ -162,7 +218,11 @@ mod tests {
         let backend = BwrapBackend {
             network: false,
             bwrap: "/usr/bin/bwrap".into(),
-            hidden: vec![key.clone(), dir.clone(), host.join("missing"), link],
+            confinement: Confinement::new()
+                .hidden(&key)
+                .hidden(&dir)
+                .hidden(host.join("missing"))
+                .hidden(link),
             passthrough: Vec::new(),
         };
         let request = ExecRequest::new("sh", vec![], &work);
@@ -183,7 +243,7 @@ mod tests {
         let backend = BwrapBackend {
             network: false,
             bwrap: "/usr/bin/bwrap".into(),
-            hidden: Vec::new(),
+            confinement: Confinement::new(),
             passthrough: Vec::new(),
         };
         let request = ExecRequest::new("sh", vec![], work.path());
@@ -205,7 +265,7 @@ mod tests {
         std::fs::write(dir.join("inner"), "inner-secret").unwrap();
         let key = work.join("cache.key");
         std::fs::write(&key, "key-secret").unwrap();
-        let backend = backend.with_hidden([key, dir]);
+        let backend = backend.with_confinement(Confinement::new().hidden(key).hidden(dir));
         let script = "cat cache.key; ls -A secrets; cat secrets/inner; touch secrets/new; echo end";
         let request = ExecRequest::new("sh", vec!["-c".into(), script.into()], &work);
         let output = crate::run(&backend, &request, &Default::default())
@@ -219,5 +279,72 @@ mod tests {
             String::from_utf8_lossy(&output.stderr)
         );
         assert!(!work.join("secrets/new").exists());
+    }
+
+    #[test]
+    fn what_the_command_needs_from_tmp_is_bound_at_the_same_path() {
+        assert_eq!(
+            tmp_top(Path::new("/tmp/clone/target/venv/bin")),
+            Some("/tmp/clone".into())
+        );
+        assert_eq!(tmp_top(Path::new("/tmp")), None);
+        assert_eq!(tmp_top(Path::new("/usr/bin")), None);
+        let work = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+        let work = work.path().canonicalize().unwrap();
+        let bin = work.join("venv/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let mut request = ExecRequest::new("sh", vec![], work.join("venv"));
+        request.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))];
+        let args = BwrapBackend::tmp_args(&request, &request.cwd);
+        let top = work.display().to_string();
+        assert_eq!(args, ["--ro-bind", top.as_str(), top.as_str()]);
+    }
+
+    /// The profile home inside the working directory (`talaria` run in `~`) stays read-only
+    /// and its secrets hidden, whatever a command does (when bubblewrap can run here).
+    #[tokio::test]
+    async fn a_profile_home_inside_the_working_directory_is_read_only() {
+        let Ok(backend) = BwrapBackend::new(false) else {
+            eprintln!("skipped: bwrap is not installed");
+            return;
+        };
+        let work = tempfile::tempdir().unwrap();
+        let home = work.path().join(".talaria");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("config.yaml"), "approvals:\n  mode: ask\n").unwrap();
+        std::fs::write(home.join(".env"), "OPENAI_API_KEY=sk-secret\n").unwrap();
+        let backend = backend.with_confinement(
+            Confinement::new()
+                .read_only(&home)
+                .hidden(home.join(".env")),
+        );
+        let script = "echo 'approvals: {mode: yolo}' >> .talaria/config.yaml; \
+                      cat .talaria/.env; touch .talaria/new; touch mine; echo end";
+        let request = ExecRequest::new("sh", vec!["-c".into(), script.into()], work.path());
+        let output = crate::run(&backend, &request, &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "end\n");
+        assert_eq!(
+            std::fs::read_to_string(home.join("config.yaml")).unwrap(),
+            "approvals:\n  mode: ask\n"
+        );
+        assert!(!home.join("new").exists());
+        assert!(
+            work.path().join("mine").exists(),
+            "the working directory stays writable"
+        );
+        // What the user approved may change the controls.
+        let mut request = request.clone();
+        request.controls = crate::Controls::Writable;
+        request.args[1] = "echo '# approved' >> .talaria/config.yaml".into();
+        crate::run(&backend, &request, &Default::default())
+            .await
+            .unwrap();
+        assert!(
+            std::fs::read_to_string(home.join("config.yaml"))
+                .unwrap()
+                .ends_with("# approved\n")
+        );
     }
 }

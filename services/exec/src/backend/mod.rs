@@ -53,7 +53,7 @@ pub enum CwdKind {
 pub(crate) fn scrub_env(command: &mut Command, also: &[&str], extra: &[(String, String)]) {
     command.env_clear();
     for name in PASSED_ENV.iter().chain(also) {
-        if let Some(value) = std::env::var_os(name) {
+        if let Some(value) = talaria_environ::var_os(name) {
             command.env(name, value);
         }
     }

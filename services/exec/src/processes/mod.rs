@@ -4,6 +4,7 @@
 
 mod input;
 mod log;
+mod readers;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,8 +16,12 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use talaria_approval::{Approval, Finding};
+
 use self::input::InputWindow;
 use self::log::OutputLog;
+use self::readers::InputReader;
+use crate::backend::CwdKind;
 use crate::gate::{ExecOrigin, GatedExecutor, command_text};
 use crate::group::ProcessGroup;
 use crate::supervise::{pump, spawn, wait_and_drain};
@@ -95,6 +100,9 @@ struct Process {
     /// Recent input, screened together with each write; held across the
     /// approval so writes are screened and sent one at a time.
     input: tokio::sync::Mutex<InputWindow>,
+    /// The started process and the pipe that is its stdin, to find who reads
+    /// it (`None` off this machine, e.g. over ssh).
+    reader_key: Option<(u32, u64)>,
 }
 
 impl ProcessTable {
@@ -127,6 +135,13 @@ impl ProcessTable {
         let admission = self.executor.admit(&mut request, origin).await?;
         let command = command_text(&request);
         let (mut child, group) = spawn(self.executor.backend().as_ref(), &request, true)?;
+        let reader_key = match (self.executor.backend().cwd_kind(), &child.stdin) {
+            (CwdKind::Host, Some(pipe)) => child
+                .id()
+                .zip(nix::sys::stat::fstat(pipe).ok())
+                .map(|(pid, stat)| (pid, stat.st_ino)),
+            _ => None,
+        };
         let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
         // Taken before the supervisor starts, so later writes queue behind the initial bytes.
         let initial = match request.stdin {
@@ -149,6 +164,7 @@ impl ProcessTable {
             sandboxed: admission.sandboxed,
             cwd: self.executor.screen_cwd(&request.cwd),
             input: tokio::sync::Mutex::new(InputWindow::default()),
+            reader_key,
         });
         state.processes.insert(process.id, Arc::clone(&process));
         drop(state);
@@ -194,19 +210,44 @@ impl ProcessTable {
     }
 
     /// Writes `data` to the process's stdin for `origin` (its session must
-    /// own the process). Input to a running program is a command: it is
-    /// screened by the gate like one (with the input written just before
-    /// it, so a command split over several writes is seen whole); a refusal
-    /// is [`ExecError::Denied`] and nothing is written. Waits while the pipe
-    /// is full.
+    /// own the process). Input to a running program is a command to whichever
+    /// program reads it now (found in `/proc`, see [`readers`]): to a shell it
+    /// is screened by the gate like a command (with the input written just
+    /// before it, so a command split over several writes is seen whole); to
+    /// a program that runs its own commands (a debugger, a database shell, a
+    /// REPL) it needs approval like a dangerous command; to programs that
+    /// only take data (`cat`, `grep` …) it goes as it is. A refusal is
+    /// [`ExecError::Denied`] and nothing is written. Waits while the pipe is
+    /// full.
     pub async fn write(&self, origin: &ExecOrigin, id: u64, data: &[u8]) -> Result<(), ExecError> {
         let process = self.find(&origin.session_id, id)?;
         let mut input = process.input.lock().await;
         let text = input.with(data);
-        let approval = self
-            .executor
-            .screen(&text, origin, process.cwd.as_deref(), process.sandboxed)
-            .await?;
+        let reader = process
+            .reader_key
+            .and_then(|(pid, inode)| readers::readers(pid, inode));
+        let cwd = process.cwd.as_deref();
+        let approval = match reader {
+            Some(InputReader::Data) => Approval::Safe,
+            Some(InputReader::Program(program)) => {
+                let finding = Finding {
+                    id: format!("input-to-program:{program}"),
+                    description: format!(
+                        "text written to the input of `{program}`, which may run it as \
+                         commands of its own"
+                    ),
+                };
+                self.executor
+                    .screen_as(&text, origin, cwd, process.sandboxed, finding)
+                    .await?
+            }
+            // A shell, or nothing known of the reader (off this machine): a command line.
+            Some(InputReader::Shell) | None => {
+                self.executor
+                    .screen(&text, origin, cwd, process.sandboxed)
+                    .await?
+            }
+        };
         let mut stdin = process.stdin.lock().await;
         let pipe = stdin
             .as_mut()

@@ -37,7 +37,7 @@ impl Fake {
 impl Approver for Fake {
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
         self.asked.lock().unwrap().push(request.clone());
-        self.answer
+        self.answer.clone()
     }
 }
 
@@ -468,5 +468,71 @@ async fn protected_paths_are_resolved_against_the_commands_directory() {
     assert_eq!(
         std::fs::read_to_string(home.join("config.yaml")).unwrap(),
         "a\n"
+    );
+}
+
+/// Records the controls each request reached the backend with, and runs nothing.
+#[derive(Default)]
+struct RecordControls(Mutex<Vec<talaria_exec::Controls>>);
+
+impl Backend for RecordControls {
+    fn name(&self) -> &str {
+        "record-controls"
+    }
+    fn sandboxed(&self) -> bool {
+        false
+    }
+    fn command(&self, request: &ExecRequest) -> Result<Command, ExecError> {
+        self.0.lock().unwrap().push(request.controls);
+        Ok(Command::new("true"))
+    }
+}
+
+/// The confinement keeps the profile's controls from every command, except what the user
+/// approved: a change of a control file makes them writable for that command, reading a
+/// secret makes it visible.
+#[tokio::test]
+async fn only_a_users_approval_of_the_controls_opens_them_for_that_command() {
+    let (profile, work) = (tempfile::tempdir().unwrap(), workdir());
+    let home = profile.path().join("home");
+    let paths = talaria_approval::ProtectedPaths {
+        write: vec![home.join("config.yaml")],
+        read: vec![home.join(".env")],
+        homes: vec![home.clone()],
+    };
+    let context = talaria_approval::PathContext {
+        cwd: Some(work.path().to_path_buf()),
+        home_dir: None,
+        talaria_home: Some(home.clone()),
+    };
+    let backend = Arc::new(RecordControls::default());
+    let gate = GatedExecutor::new(
+        backend.clone(),
+        Arc::new(
+            policy(&profile)
+                .with_yolo(true)
+                .with_protected(paths, &context),
+        ),
+        Fake::new(Decision::Once),
+    );
+    let config = home.join("config.yaml").display().to_string();
+    let env = home.join(".env").display().to_string();
+    for script in [
+        "rm -rf build".to_owned(),
+        format!("echo x >> {config}"),
+        format!("cat {env}"),
+    ] {
+        gate.execute(
+            sh(&script, work.path()),
+            &origin(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    }
+    use talaria_exec::Controls;
+    assert_eq!(
+        *backend.0.lock().unwrap(),
+        [Controls::Protected, Controls::Writable, Controls::Open]
     );
 }

@@ -365,3 +365,73 @@ async fn initial_stdin_of_a_background_shell_is_screened() {
     assert!(f.table.list(SESSION).is_empty());
     assert!(f.work.path().join("victim").is_dir());
 }
+
+/// Writes `text` until it is refused (the reader changed), and returns the refusal.
+async fn refused_once_read(f: &Fixture, id: u64, text: &[u8]) -> ExecError {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    loop {
+        if let Err(error) = f.table.write(&origin(SESSION), id, text).await {
+            return error;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the input was never refused"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Input is judged by the program reading it now, not the one first started: a shell that
+/// started a Python REPL is a Python REPL, whose input needs approval (refused here: nobody
+/// can answer); data programs take anything. (`python3` may itself be a shell script that
+/// starts Python, as pyenv's shims are: until Python reads, harmless shell text passes.)
+#[tokio::test]
+async fn input_is_judged_by_the_program_that_reads_it() {
+    let f = fixture();
+    let python = f
+        .table
+        .start(
+            ExecRequest::new("python3", vec!["-q".into(), "-i".into()], f.work.path()),
+            &origin(SESSION),
+        )
+        .await
+        .unwrap();
+    let err = refused_once_read(&f, python, b"x = 1\n").await;
+    assert!(
+        matches!(&err, ExecError::Denied(m) if m.contains("python3")),
+        "{err:?}"
+    );
+
+    let shell = f
+        .table
+        .start(
+            ExecRequest::new("bash", vec![], f.work.path()),
+            &origin(SESSION),
+        )
+        .await
+        .unwrap();
+    f.table
+        .write(&origin(SESSION), shell, b"python3 -q -i\n")
+        .await
+        .unwrap();
+    // Harmless as a shell line; once Python reads, the same text is refused.
+    let err = refused_once_read(&f, shell, b"x = 1\n").await;
+    assert!(
+        matches!(&err, ExecError::Denied(m) if m.contains("python3")),
+        "{err:?}"
+    );
+
+    let cat = f
+        .table
+        .start(
+            ExecRequest::new("cat", vec![], f.work.path()),
+            &origin(SESSION),
+        )
+        .await
+        .unwrap();
+    f.table
+        .write(&origin(SESSION), cat, b"rm -rf victim\n")
+        .await
+        .unwrap();
+    f.read_until(SESSION, cat, 0, b"rm -rf victim\n").await;
+}

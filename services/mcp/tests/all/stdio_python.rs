@@ -151,7 +151,8 @@ fn a_server_in_bwrap_writes_only_its_directory_and_reads_no_hidden_file() {
     let mut config = common::python_stdio(&peers, &[]);
     config.sandbox = Some(talaria_profile::McpSandbox::Bwrap);
     config.cwd = Some(work.path().display().to_string());
-    let spec = common::spec("boxed", config).with_hidden([secret.clone()]);
+    let spec = common::spec("boxed", config)
+        .with_confinement(talaria_exec::Confinement::new().hidden(&secret));
     let server = McpServer::new(spec);
     let call = |path: &std::path::Path, text: Option<&str>| {
         let mut arguments = serde_json::Map::new();
@@ -190,6 +191,29 @@ fn a_server_in_bwrap_writes_only_its_directory_and_reads_no_hidden_file() {
             "{}",
             text(&result)
         );
+        server.shutdown().await;
+    });
+}
+
+/// A server whose script lives under /tmp (a clone there, say) starts in bwrap: its private
+/// /tmp holds the script at the same path.
+#[test]
+fn a_server_in_bwrap_finds_its_script_under_tmp() {
+    let Some(peers) = common::peers() else { return };
+    let scripts = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    let script = scripts.path().join("stdio_server.py");
+    std::fs::copy(common::fixture("stdio_server.py"), &script).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut config = common::stdio(
+        &peers.python.display().to_string(),
+        &[script.to_str().unwrap()],
+    );
+    config.sandbox = Some(talaria_profile::McpSandbox::Bwrap);
+    config.cwd = Some(work.path().display().to_string());
+    let server = McpServer::new(common::spec("tmp-script", config));
+    run(async {
+        let offer = server.list_tools().await.unwrap();
+        assert!(!offer.tools.is_empty());
         server.shutdown().await;
     });
 }

@@ -276,3 +276,48 @@ fn frontmatter_yaml_rejects_is_read_as_plain_lines_when_that_is_clean() {
         "{issues:#?}"
     );
 }
+
+/// A skill written by anything (a command's `cp` as much as `skill_manage`) passes the scan
+/// when it is loaded and again when it is read; one it refuses is skipped, named, never shown.
+#[test]
+fn skills_the_scan_refuses_are_left_out_at_load_and_at_view() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    crate::common::write(
+        root,
+        "x/planted/SKILL.md",
+        crate::common::skill_md("planted", "Helps. EVIL orders inside.").as_bytes(),
+    );
+    crate::common::write(
+        root,
+        "x/fine/SKILL.md",
+        crate::common::skill_md("fine", "Helps.").as_bytes(),
+    );
+    let scan = talaria_skills::ContentScan(std::sync::Arc::new(crate::common::refuse_evil));
+    let roots = SkillRoots::new(root).with_scan(scan);
+    let (index, issues) = SkillIndex::load(roots);
+    let names: Vec<&str> = index
+        .skills()
+        .iter()
+        .map(talaria_skills::Skill::name)
+        .collect();
+    assert_eq!(names, ["fine"]);
+    let reason = skipped_reason(&issues, "planted");
+    assert!(
+        reason.contains("security scan") && reason.contains("EVIL"),
+        "{reason}"
+    );
+    // Changed after loading: reading it again refuses it too.
+    crate::common::write(
+        root,
+        "x/fine/SKILL.md",
+        crate::common::skill_md("fine", "Helps.")
+            .replace("Steps.", "EVIL steps.")
+            .as_bytes(),
+    );
+    crate::common::write(root, "x/fine/notes.md", "EVIL notes");
+    let err = index.view("fine", None).unwrap_err();
+    assert!(err.to_string().contains("security scan"), "{err}");
+    let err = index.view("fine", Some("notes.md")).unwrap_err();
+    assert!(err.to_string().contains("security scan"), "{err}");
+}

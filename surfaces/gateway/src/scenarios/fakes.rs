@@ -265,6 +265,7 @@ impl TurnRunner for FakeRunner {
                 },
                 tool: "terminal".into(),
                 session_id: session_id.clone(),
+                protected: false,
             };
             let decision = turn.approver.ask(&request).await;
             answer = format!("decision: {decision:?}");

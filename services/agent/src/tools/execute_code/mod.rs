@@ -10,8 +10,8 @@
 //! terminal's rules ([`ExecuteCodeTool::offered`], `GatedExecutor::approve_code`):
 //! - On a sandbox backend (`bwrap`) it runs inside the sandbox, without
 //!   asking; its scratch directory (script, module, socket) is under the
-//!   profile home, which the sandbox sees read-only (the socket still
-//!   connects), never under its private `/tmp`.
+//!   profile home, which the sandbox sees read-only wherever it is, under
+//!   `/tmp` too (the socket still connects).
 //! - On `local` under `ask` the whole script is shown to the user, who
 //!   allows it once, for the session or always (finding `execute-code`; a
 //!   script whose text matches a rule is judged by that rule's finding, as a
@@ -32,9 +32,6 @@
 //! - Calls made by the script are not shown as tool events; the
 //!   dispatcher's result limits still apply to each of them.
 //! - The script runs on this machine: the `ssh` backend is not supported.
-//! - Under `bwrap` the profile home must not be under `/tmp` (the sandbox's
-//!   `/tmp` is private, so the script would not find its files); the tool
-//!   says so when called.
 
 mod python;
 mod rpc;
@@ -169,9 +166,9 @@ impl ExecuteCodeTool {
     /// configured backend), calling tools through `tools`. Each run gets a
     /// fresh directory under `scratch_root` (created when missing) for the
     /// script, the generated module and the socket, removed afterwards. It
-    /// must be visible to the backend's commands — not under `/tmp` with
-    /// `bwrap`, whose `/tmp` is private — and short enough for a socket path;
-    /// `<profile home>/tmp` fits both.
+    /// must be visible to the backend's commands (the profile home is, read-only,
+    /// wherever it is) and short enough for a socket path; `<profile home>/tmp`
+    /// fits both.
     pub fn new(
         exec: &ExecServices,
         cwd: impl Into<PathBuf>,
@@ -216,13 +213,6 @@ impl ExecuteCodeTool {
                  use terminal instead"
                     .to_owned(),
             );
-        }
-        if self.executor.backend().name() == "bwrap" && self.scratch_root.starts_with("/tmp") {
-            // bwrap mounts a private /tmp: the script would not find its files.
-            return Err(format!(
-                "execute_code cannot run under bwrap with its scratch directory in /tmp ({})",
-                self.scratch_root.display()
-            ));
         }
         let tools = self.tools.get().ok_or(
             "execute_code is not ready: the session's tools are not connected yet; try again",

@@ -1,0 +1,231 @@
+//! Who reads a background process's stdin right now, and so how text written to it is judged.
+//!
+//! Text written to a program's input is a command to that program: a shell runs it as a
+//! script, a debugger (`shell …`), `sqlite3` (`.shell …`), `ed` (`!…`) or a REPL run their
+//! own commands, `cat` only copies it. The program first started says little (a background
+//! `bash` that has since started `python3 -i` is a Python REPL now), so the readers are found
+//! in `/proc`: every process descended from the one started that holds the same pipe as its
+//! fd 0. The strictest of them decides ([`InputReader`]), since whichever is left reads what
+//! the others did not.
+
+use std::collections::HashMap;
+
+/// How text for a process's stdin is judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InputReader {
+    /// Only programs that treat their input as data (`cat`, `grep`, `sort` …): anything goes.
+    Data,
+    /// A shell reads it (and no other program that runs commands): screened as a command.
+    Shell,
+    /// This program may run what it reads as commands of its own: it needs approval like a
+    /// dangerous command.
+    Program(String),
+}
+
+/// Shells, whose input is screened as a command line.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+
+/// Programs that only ever treat their standard input as data (their command lines, which
+/// say what they do with it, were screened when they started).
+const DATA_PROGRAMS: &[&str] = &[
+    "cat",
+    "tac",
+    "tee",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "sed",
+    "awk",
+    "gawk",
+    "mawk",
+    "tr",
+    "cut",
+    "paste",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "base64",
+    "base32",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "gzip",
+    "gunzip",
+    "zcat",
+    "bzip2",
+    "xz",
+    "zstd",
+    "lz4",
+    "tar",
+    "jq",
+    "yq",
+    "sleep",
+    "true",
+    "false",
+    "yes",
+    "dd",
+    "split",
+    "fold",
+    "fmt",
+    "column",
+    "iconv",
+    "strings",
+    "file",
+    "cmp",
+    "pv",
+    "nc",
+    "ncat",
+    "socat",
+    "rev",
+    "expand",
+    "unexpand",
+    "comm",
+    "join",
+    "shuf",
+    "stdbuf",
+    "timeout",
+];
+
+/// Our own wrappers around a command (bubblewrap, the supervisor), which pass its stdin on
+/// and never read it.
+fn is_wrapper(pid: u32, name: &str) -> bool {
+    if name == "bwrap" {
+        return true;
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    cmdline
+        .split(|b| *b == 0)
+        .nth(1)
+        .is_some_and(|arg| arg == crate::SUPERVISE_ARG.as_bytes())
+}
+
+/// Who reads stdin of the process tree started as `root` (its pid), when its stdin is the
+/// pipe `inode`. `None` when `/proc` says nothing (no such process, no `/proc`): the caller
+/// then judges by the command line it started.
+pub(crate) fn readers(root: u32, inode: u64) -> Option<InputReader> {
+    let children = children_by_parent()?;
+    let mut stack = vec![root];
+    let mut verdict: Option<InputReader> = None;
+    while let Some(pid) = stack.pop() {
+        stack.extend(children.get(&pid).into_iter().flatten().copied());
+        if !holds_pipe(pid, inode) {
+            continue;
+        }
+        let name = program_of(pid);
+        if is_wrapper(pid, &name) {
+            continue;
+        }
+        verdict = Some(stricter(verdict, classify(&name)));
+    }
+    Some(verdict.unwrap_or(InputReader::Data))
+}
+
+/// The stricter of two verdicts.
+fn stricter(current: Option<InputReader>, next: InputReader) -> InputReader {
+    match (current, next) {
+        (Some(program @ InputReader::Program(_)), _) => program,
+        (_, program @ InputReader::Program(_)) => program,
+        (Some(InputReader::Shell), _) | (_, InputReader::Shell) => InputReader::Shell,
+        _ => InputReader::Data,
+    }
+}
+
+/// How a program of this name treats its input (version suffixes like `python3.11` ignored).
+pub(crate) fn classify(name: &str) -> InputReader {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if SHELLS.contains(&name) || SHELLS.contains(&base) {
+        InputReader::Shell
+    } else if DATA_PROGRAMS.contains(&name) || DATA_PROGRAMS.contains(&base) {
+        InputReader::Data
+    } else {
+        InputReader::Program(name.to_owned())
+    }
+}
+
+/// Every process's children, from `/proc/*/stat`.
+fn children_by_parent() -> Option<HashMap<u32, Vec<u32>>> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
+        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
+            continue;
+        };
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            children.entry(parent).or_default().push(pid);
+        }
+    }
+    Some(children)
+}
+
+/// Whether `pid`'s fd 0 is the pipe `inode`.
+fn holds_pipe(pid: u32, inode: u64) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/fd/0"))
+        .is_ok_and(|link| link.as_os_str().to_string_lossy() == format!("pipe:[{inode}]"))
+}
+
+/// The program's name: its executable's file name, else its `comm`.
+fn program_of(pid: u32) -> String {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|c| c.trim().to_owned())
+        .unwrap_or_default();
+    exe.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty() && n != "busybox")
+        .unwrap_or(comm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_judged_by_what_they_do_with_input() {
+        assert_eq!(classify("bash"), InputReader::Shell);
+        assert_eq!(classify("dash"), InputReader::Shell);
+        assert_eq!(classify("cat"), InputReader::Data);
+        assert_eq!(classify("sha256sum"), InputReader::Data);
+        for program in ["python3.11", "gdb", "sqlite3", "ed", "node", "perl", "less"] {
+            assert_eq!(
+                classify(program),
+                InputReader::Program(program.to_owned()),
+                "{program}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_strictest_reader_decides() {
+        let python = InputReader::Program("python3".into());
+        assert_eq!(
+            stricter(Some(InputReader::Shell), python.clone()),
+            python.clone()
+        );
+        assert_eq!(stricter(Some(python.clone()), InputReader::Data), python);
+        assert_eq!(
+            stricter(Some(InputReader::Data), InputReader::Shell),
+            InputReader::Shell
+        );
+        assert_eq!(stricter(None, InputReader::Data), InputReader::Data);
+    }
+}
