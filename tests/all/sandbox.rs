@@ -17,13 +17,6 @@ const CANARY_KEY: &str = "sk-canary-0123456789abcdefghijklmnop";
 /// The server key written literally into config.yaml.
 const CONFIG_KEY: &str = "literal-server-key-9876543210";
 
-fn terminal(command: &str) -> ToolCall {
-    ToolCall::new(
-        "terminal",
-        serde_json::json!({ "command": command }).to_string(),
-    )
-}
-
 fn write_file(path: &str, content: &str) -> ToolCall {
     ToolCall::new(
         "write_file",
@@ -86,7 +79,7 @@ fn a_script_cannot_rewrite_the_config_of_a_home_inside_the_working_directory() {
                       cat .talaria/.env\ncat .talaria/config.yaml\necho mine > mine.txt\n";
         let server = ScriptedServer::spawn(Script::new([
             Step::tool_calls([write_file("fix.sh", script)]),
-            Step::tool_calls([terminal("sh fix.sh")]),
+            Step::tool_calls([terminal_call("sh fix.sh")]),
             Step::text("done"),
         ]))
         .unwrap();
@@ -123,7 +116,7 @@ fn a_control_command_spelled_at_run_time_changes_nothing_under_yolo() {
     let stem = binary.strip_suffix("aria").unwrap();
     let command = format!("B={stem}; ${{B}}aria config set approvals.mode yolo; echo status=$?");
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(&command)]),
+        Step::tool_calls([terminal_call(&command)]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -146,7 +139,7 @@ fn commands_cannot_read_the_agents_keys_through_proc() {
                    tr '\\0' '\\n' < /proc/$A/enviro[n] | base64 -w0; echo; \
                    cat /proc/$A/mem | head -c 16 | base64; ls /proc/$A/ 2>&1 | head -3";
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(command)]),
+        Step::tool_calls([terminal_call(command)]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -222,9 +215,9 @@ fn input_to_a_background_repl_needs_approval() {
             serde_json::json!({"action": "write", "session_id": "1", "data": data}).to_string(),
         )
     };
-    let wait_a_moment = terminal("sleep 1");
+    let wait_a_moment = terminal_call("sleep 1");
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([background("python3 -q -i")]),
+        Step::tool_calls([background(&format!("{} -q -i", real_python()))]),
         Step::tool_calls([wait_a_moment]),
         Step::tool_calls([write("import os; os.system('touch pwned')\n")]),
         Step::text("done"),
@@ -236,6 +229,16 @@ fn input_to_a_background_repl_needs_approval() {
     let result = &result;
     assert_contains(result, "python3");
     assert!(!work.path().join("pwned").exists(), "{result}");
+}
+
+/// The Python interpreter itself, not a launcher script that runs other programs first (as
+/// pyenv's shims do).
+fn real_python() -> String {
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
 /// Item 8: the sandbox's `/tmp` is private, yet a profile home and scripts under `/tmp`

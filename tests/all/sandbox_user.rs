@@ -6,10 +6,10 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::*;
-use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+use talaria_testkit::{Script, ScriptedServer, Step};
 
 const USER: &str = "talaria-test";
 
@@ -38,32 +38,16 @@ fn test_user() -> Option<(u32, u32)> {
 
 /// `command` run as `uid:gid` with no supplementary groups.
 fn as_user(command: &Command, (uid, gid): (u32, u32)) -> Command {
-    let mut wrapped = Command::new("setpriv");
-    wrapped
-        .args([
-            "--reuid",
-            &uid.to_string(),
-            "--regid",
-            &gid.to_string(),
-            "--clear-groups",
-            "--",
-        ])
-        .arg(command.get_program())
-        .args(command.get_args())
-        .env_clear();
-    for (name, value) in command.get_envs() {
-        if let Some(value) = value {
-            wrapped.env(name, value);
-        }
-    }
-    if let Some(dir) = command.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    wrapped
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    wrapped
+    let (uid, gid) = (uid.to_string(), gid.to_string());
+    let before = [
+        "--reuid",
+        uid.as_str(),
+        "--regid",
+        gid.as_str(),
+        "--clear-groups",
+        "--",
+    ];
+    wrapped("setpriv", &before, command)
 }
 
 fn give_to(path: &Path, (uid, gid): (u32, u32)) {
@@ -74,13 +58,6 @@ fn give_to(path: &Path, (uid, gid): (u32, u32)) {
         .status()
         .unwrap();
     assert!(status.success());
-}
-
-fn terminal(command: &str) -> ToolCall {
-    ToolCall::new(
-        "terminal",
-        serde_json::json!({ "command": command }).to_string(),
-    )
 }
 
 /// Item 1 without root, on both backends: the home inside the working directory stays
@@ -109,7 +86,7 @@ fn an_ordinary_users_home_inside_the_working_directory_stays_read_only() {
                 "write_file",
                 serde_json::json!({"path": "fix.sh", "content": script}).to_string(),
             ),
-            Step::tool_calls([terminal("sh fix.sh")]),
+            Step::tool_calls([terminal_call("sh fix.sh")]),
             Step::text("done"),
         ]))
         .unwrap();
@@ -140,7 +117,7 @@ fn an_ordinary_users_commands_cannot_read_the_agents_process() {
     let command = "A=$(tr '\\0' ' ' < /proc/$PPID/cmdline | cut -d' ' -f3); echo agent=$A; \
                    cat /proc/$A/environ; head -c 8 /proc/$A/mem; echo end";
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(command)]),
+        Step::tool_calls([terminal_call(command)]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -183,27 +160,14 @@ fn without_user_namespaces_landlock_rules_keep_the_controls() {
             "write_file",
             serde_json::json!({"path": "project/fix.sh", "content": script}).to_string(),
         ),
-        Step::tool_calls([terminal("sh project/fix.sh")]),
+        Step::tool_calls([terminal_call("sh project/fix.sh")]),
         Step::text("done"),
     ]))
     .unwrap();
     let in_bwrap = |command: &Command| {
-        let mut wrapped = Command::new("bwrap");
-        wrapped
-            .args(["--unshare-user", "--disable-userns", "--bind", "/", "/"])
-            .args(["--dev", "/dev", "--proc", "/proc", "--"])
-            .arg(command.get_program())
-            .args(command.get_args())
-            .env_clear();
-        for (name, value) in command.get_envs() {
-            if let Some(value) = value {
-                wrapped.env(name, value);
-            }
-        }
-        if let Some(dir) = command.get_current_dir() {
-            wrapped.current_dir(dir);
-        }
-        wrapped
+        let before = ["--unshare-user", "--disable-userns", "--bind", "/", "/"];
+        let before = [&before[..], &["--dev", "/dev", "--proc", "/proc", "--"]].concat();
+        wrapped("bwrap", &before, command)
     };
     let mut command = home.query_in(work.path(), &server, "go", &[]);
     command.env("HOME", work.path());

@@ -4,14 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::*;
-use talaria_testkit::{Role, Script, ScriptedServer, Step, ToolCall};
-
-fn terminal(command: &str) -> ToolCall {
-    ToolCall::new(
-        "terminal",
-        serde_json::json!({ "command": command }).to_string(),
-    )
-}
+use talaria_testkit::{Role, Script, ScriptedServer, Step};
 
 /// Runs `command` under smart approval, the rater answering `rating` (when it is asked),
 /// and returns the server, the tool result and whether `build/` survived.
@@ -20,7 +13,7 @@ fn smart(command: &str, rating: Option<&str>) -> (ScriptedServer, String, bool, 
     home.write_config("approvals:\n  mode: smart\nretry:\n  base_delay_ms: 20\n");
     let work = home.workdir();
     std::fs::create_dir(work.path().join("build")).unwrap();
-    let mut steps = vec![Step::tool_calls([terminal(command)])];
+    let mut steps = vec![Step::tool_calls([terminal_call(command)])];
     steps.extend(rating.map(Step::text));
     steps.push(Step::text("done"));
     let server = ScriptedServer::spawn(Script::new(steps)).unwrap();
@@ -96,7 +89,7 @@ fn a_protected_command_is_not_rated() {
         home.path().join("config.yaml").display()
     );
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(&command)]),
+        Step::tool_calls([terminal_call(&command)]),
         Step::text("done"),
     ]))
     .unwrap();

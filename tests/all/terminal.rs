@@ -18,19 +18,12 @@ fn results(server: &ScriptedServer, index: usize) -> Vec<String> {
     tool_results(server, index)
 }
 
-fn terminal(command: &str) -> ToolCall {
-    ToolCall::new(
-        "terminal",
-        serde_json::json!({ "command": command }).to_string(),
-    )
-}
-
 #[test]
 fn commands_run_in_the_working_directory() {
     let home = Home::new();
     let work = home.workdir();
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(
+        Step::tool_calls([terminal_call(
             "echo hello > made.txt && cat made.txt && pwd; exit 3",
         )]),
         Step::text("done"),
@@ -56,7 +49,7 @@ fn dangerous_commands_are_denied_without_a_terminal_and_run_with_yolo() {
     std::fs::create_dir(work.path().join("build")).unwrap();
     let script = || {
         Script::new([
-            Step::tool_calls([terminal("rm -rf build")]),
+            Step::tool_calls([terminal_call("rm -rf build")]),
             Step::text("done"),
         ])
     };
@@ -77,7 +70,7 @@ fn hardline_commands_never_run_even_with_yolo() {
     let work = home.workdir();
     // Harmless if it did run (there is no such device), but mkfs is hardline.
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal("mkfs.ext4 /dev/talaria-no-such-disk")]),
+        Step::tool_calls([terminal_call("mkfs.ext4 /dev/talaria-no-such-disk")]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -94,8 +87,8 @@ fn commands_inside_options_are_screened_and_quoted_text_is_not() {
     // The pager git would start is a recursive delete: dangerous, so refused with nobody to ask.
     // The quoted "(reboot)" is only text for echo: it runs.
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal("git -c core.pager='rm -rf build' log")]),
-        Step::tool_calls([terminal("echo \"(reboot) later\" > said.txt")]),
+        Step::tool_calls([terminal_call("git -c core.pager='rm -rf build' log")]),
+        Step::tool_calls([terminal_call("echo \"(reboot) later\" > said.txt")]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -116,8 +109,10 @@ fn keys_in_command_output_reach_the_model_redacted_and_are_never_written_back() 
     let env_file = format!("OPENAI_API_KEY={key}\nDEBUG=1\n");
     std::fs::write(work.path().join(".env"), &env_file).unwrap();
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal("cat .env")]),
-        Step::tool_calls([terminal("echo 'OPENAI_API_KEY=sk-pro…[REDACTED]' > .env")]),
+        Step::tool_calls([terminal_call("cat .env")]),
+        Step::tool_calls([terminal_call(
+            "echo 'OPENAI_API_KEY=sk-pro…[REDACTED]' > .env",
+        )]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -196,7 +191,9 @@ fn interrupting_a_running_command_kills_its_whole_process_group() {
     // A duration no other process uses, to find exactly these sleeps.
     let marker = format!("{}", 7000 + std::process::id() % 1000);
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(&format!("sleep {marker} & sleep {marker}; wait"))]),
+        Step::tool_calls([terminal_call(&format!(
+            "sleep {marker} & sleep {marker}; wait"
+        ))]),
         Step::text("never reached"),
     ]))
     .unwrap();
@@ -223,7 +220,7 @@ fn json_mode_reports_an_interrupt_mid_tool_and_answers_the_call() {
     let work = home.workdir();
     let marker = format!("{}", 6000 + std::process::id() % 1000);
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(&format!("sleep {marker}"))]),
+        Step::tool_calls([terminal_call(&format!("sleep {marker}"))]),
         Step::text("never reached"),
     ]))
     .unwrap();
@@ -310,7 +307,7 @@ fn kill_the_agent_during_commands(home: &Home, tag: &str) {
             "terminal",
             serde_json::json!({ "command": background, "background": true }).to_string(),
         )]),
-        Step::tool_calls([terminal(&foreground)]),
+        Step::tool_calls([terminal_call(&foreground)]),
         Step::text("never reached"),
     ]))
     .unwrap();
@@ -378,7 +375,7 @@ fn commands_cannot_read_the_agents_keys_through_proc() {
     let read_both = "cat /proc/$PPID/environ; echo; \
                      cat /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/environ; echo; echo read-done";
     let server = ScriptedServer::spawn(Script::new([
-        Step::tool_calls([terminal(read_both)]),
+        Step::tool_calls([terminal_call(read_both)]),
         Step::text("done"),
     ]))
     .unwrap();
@@ -460,7 +457,7 @@ fn workdir_outside_the_working_directory_needs_approval_even_in_bwrap() {
             .to_string(),
         )]),
         // Inside the working directory the sandbox still runs it unasked.
-        Step::tool_calls([terminal("rm -rf build")]),
+        Step::tool_calls([terminal_call("rm -rf build")]),
         Step::text("done"),
     ]))
     .unwrap();

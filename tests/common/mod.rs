@@ -242,6 +242,38 @@ impl Home {
     }
 }
 
+/// A `terminal` tool call running `command`.
+pub fn terminal_call(command: &str) -> talaria_testkit::ToolCall {
+    talaria_testkit::ToolCall::new(
+        "terminal",
+        serde_json::json!({ "command": command }).to_string(),
+    )
+}
+
+/// `command` run by `program` with `before` in front of it (`setpriv --reuid …`,
+/// `bwrap … --`): its environment, directory and captured output carried over.
+pub fn wrapped(program: &str, before: &[&str], command: &Command) -> Command {
+    let mut wrapped = Command::new(program);
+    wrapped
+        .args(before)
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear();
+    for (name, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(name, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    wrapped
+}
+
 /// Asserts `text` contains `needle`, showing the whole text when it does not.
 #[track_caller]
 pub fn assert_contains(text: &str, needle: &str) {

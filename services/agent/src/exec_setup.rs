@@ -119,9 +119,9 @@ pub fn profile_confinement(home: &ProfileHome) -> Confinement {
 
 /// What every process the agent starts on this machine (commands, MCP servers, the
 /// browser) may not touch, whatever it runs: the profile homes read-only (wherever they are,
-/// inside the working directory too) with the control files outside them and the binary and
-/// what ships beside it; the secrets hidden; each `config.yaml` holding literal keys shown
-/// without them.
+/// inside the working directory too) with the control files outside them, the binary and
+/// the plugins and skills that ship with it, a trusted project's plugins; the secrets
+/// hidden; each `config.yaml` holding literal keys shown without them.
 pub fn confinement(home: &ProfileHome, protected: &ProtectedPaths) -> Confinement {
     let mut confinement = Confinement::new();
     let inside_a_home = |path: &Path| protected.homes.iter().any(|h| path.starts_with(h));
@@ -131,13 +131,15 @@ pub fn confinement(home: &ProfileHome, protected: &ProtectedPaths) -> Confinemen
     for path in protected.write.iter().filter(|path| !inside_a_home(path)) {
         confinement = confinement.read_only(path);
     }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            for shipped in ["plugins", "skills"] {
-                confinement = confinement.read_only(dir.join(shipped));
-            }
-        }
-        confinement = confinement.read_only(exe);
+    // The code the next session runs: the distribution's plugins and skills, a trusted
+    // project's plugins, the binary itself.
+    let shipped = crate::plugins::distribution_dirs()
+        .into_iter()
+        .chain(crate::knowledge::bundled_skill_dirs())
+        .chain(std::env::current_dir().map(|cwd| cwd.join(".talaria").join("plugins")))
+        .chain(std::env::current_exe());
+    for path in shipped {
+        confinement = confinement.read_only(path);
     }
     for secret in protected.hidden() {
         confinement = confinement.hidden(secret);
@@ -326,5 +328,56 @@ mod tests {
         assert!(paths.write_protected(&home.config_file()).is_some());
         let default_config = user_home.join(".talaria").join("config.yaml");
         assert!(paths.write_protected(&default_config).is_some());
+    }
+
+    #[test]
+    fn the_confinement_keeps_the_homes_read_only_hides_secrets_and_shows_config_without_keys() {
+        use talaria_exec::Mount;
+        let dir = tempfile::tempdir().unwrap();
+        let home = ProfileHome::at(dir.path().join(".talaria"));
+        std::fs::create_dir_all(home.root()).unwrap();
+        std::fs::write(
+            home.config_file(),
+            "model:\n  name: m\n  api_key: sk-literal-0123456789\n",
+        )
+        .unwrap();
+        let protected = protected_paths(&home, Some(dir.path()));
+        let confined = confinement(&home, &protected);
+        let mounts = confined.mounts();
+        assert!(mounts.contains(&Mount::ReadOnly(home.root().to_path_buf())));
+        assert!(mounts.contains(&Mount::Hidden(home.env_file())));
+        assert!(mounts.contains(&Mount::Hidden(home.plugin_cache_key_file())));
+        let view = mounts
+            .iter()
+            .find_map(|mount| match mount {
+                Mount::View { path, shown } if *path == home.config_file() => Some(shown),
+                _ => None,
+            })
+            .expect("config.yaml is shown through a view");
+        let shown = std::fs::read_to_string(view).unwrap();
+        assert!(!shown.contains("sk-literal"), "{shown}");
+        assert!(shown.contains("name: m"), "{shown}");
+        // Read-only binds come first, so the hidden files and views sit on top of them.
+        let first_other = mounts
+            .iter()
+            .position(|m| !matches!(m, Mount::ReadOnly(_)))
+            .unwrap();
+        assert!(
+            mounts[first_other..]
+                .iter()
+                .all(|m| !matches!(m, Mount::ReadOnly(_)))
+        );
+
+        // Without literal keys there is no view, and no stale file.
+        std::fs::write(home.config_file(), "model:\n  api_key: ${KEY}\n").unwrap();
+        let again = confinement(&home, &protected);
+        assert!(
+            !again
+                .mounts()
+                .iter()
+                .any(|m| matches!(m, Mount::View { .. })),
+            "{again:?}"
+        );
+        assert!(!view.exists());
     }
 }

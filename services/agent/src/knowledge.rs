@@ -39,7 +39,7 @@ pub fn skill_roots(home: &ProfileHome) -> SkillRoots {
     roots
 }
 
-fn bundled_skill_dirs() -> Vec<PathBuf> {
+pub(crate) fn bundled_skill_dirs() -> Vec<PathBuf> {
     let Some(exe_dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))

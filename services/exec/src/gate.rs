@@ -405,13 +405,18 @@ impl GatedExecutor {
 
     /// Screens `text` (a command, or input for a running program) like a
     /// command for `origin`, run in `cwd` (relative paths in it are read
-    /// against it); `sandboxed` lets dangerous text run without asking.
+    /// against it); `sandboxed` lets dangerous text run without asking. With
+    /// `unmatched`, the text is not a shell line (a script, input for a
+    /// program that is not a shell): only the lists apply, and text no rule
+    /// matches still needs approval of that finding outside a sandbox or yolo
+    /// mode.
     pub(crate) async fn screen(
         &self,
         text: &str,
         origin: &ExecOrigin,
         cwd: Option<&Path>,
         sandboxed: bool,
+        unmatched: Option<Finding>,
     ) -> Result<Approval, ExecError> {
         let check = CommandCheck {
             session_id: &origin.session_id,
@@ -419,32 +424,7 @@ impl GatedExecutor {
             command: text,
             cwd,
             sandboxed,
-            unmatched: None,
-        };
-        self.policy
-            .check_command(check, self.approver.as_ref())
-            .await
-            .map_err(|denied| ExecError::Denied(denied.message))
-    }
-
-    /// Screens `text` like [`screen`](Self::screen) for a reader that is not a shell: only the
-    /// lists apply (it is not a command line), and text no rule matches still needs approval
-    /// of `finding` outside a sandbox or yolo mode.
-    pub(crate) async fn screen_as(
-        &self,
-        text: &str,
-        origin: &ExecOrigin,
-        cwd: Option<&Path>,
-        sandboxed: bool,
-        finding: Finding,
-    ) -> Result<Approval, ExecError> {
-        let check = CommandCheck {
-            session_id: &origin.session_id,
-            tool: &origin.tool,
-            command: text,
-            cwd,
-            sandboxed,
-            unmatched: Some(finding),
+            unmatched,
         };
         self.policy
             .check_command(check, self.approver.as_ref())
@@ -480,18 +460,8 @@ impl GatedExecutor {
             .workspace
             .as_deref()
             .and_then(|dir| self.screen_cwd(dir));
-        let check = CommandCheck {
-            session_id: &origin.session_id,
-            tool: &origin.tool,
-            command: text,
-            cwd: cwd.as_deref(),
-            sandboxed,
-            unmatched: Some(finding),
-        };
-        self.policy
-            .check_command(check, self.approver.as_ref())
+        self.screen(text, origin, cwd.as_deref(), sandboxed, Some(finding))
             .await
-            .map_err(|denied| ExecError::Denied(denied.message))
     }
 }
 

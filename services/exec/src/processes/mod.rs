@@ -238,13 +238,13 @@ impl ProcessTable {
                     ),
                 };
                 self.executor
-                    .screen_as(&text, origin, cwd, process.sandboxed, finding)
+                    .screen(&text, origin, cwd, process.sandboxed, Some(finding))
                     .await?
             }
             // A shell, or nothing known of the reader (off this machine): a command line.
             Some(InputReader::Shell) | None => {
                 self.executor
-                    .screen(&text, origin, cwd, process.sandboxed)
+                    .screen(&text, origin, cwd, process.sandboxed, None)
                     .await?
             }
         };

@@ -383,50 +383,51 @@ async fn refused_once_read(f: &Fixture, id: u64, text: &[u8]) -> ExecError {
 
 /// Input is judged by the program reading it now, not the one first started: a shell that
 /// started a Python REPL is a Python REPL, whose input needs approval (refused here: nobody
-/// can answer); data programs take anything. (`python3` may itself be a shell script that
-/// starts Python, as pyenv's shims are: until Python reads, harmless shell text passes.)
+/// can answer); data programs take anything.
 #[tokio::test]
 async fn input_is_judged_by_the_program_that_reads_it() {
     let f = fixture();
+    let request = |program: &str, args: &[&str]| {
+        let args = args.iter().map(|a| (*a).to_owned()).collect();
+        ExecRequest::new(program, args, f.work.path())
+    };
+    // The interpreter itself, not a launcher script (pyenv's shims are shell scripts that
+    // run `env` and more before Python reads anything).
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let python3 = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    let refused_by_python =
+        |err: &ExecError| matches!(err, ExecError::Denied(m) if m.contains("python3"));
     let python = f
         .table
-        .start(
-            ExecRequest::new("python3", vec!["-q".into(), "-i".into()], f.work.path()),
-            &origin(SESSION),
-        )
+        .start(request(&python3, &["-q", "-i"]), &origin(SESSION))
         .await
         .unwrap();
     let err = refused_once_read(&f, python, b"x = 1\n").await;
-    assert!(
-        matches!(&err, ExecError::Denied(m) if m.contains("python3")),
-        "{err:?}"
-    );
+    assert!(refused_by_python(&err), "{err:?}");
 
     let shell = f
         .table
-        .start(
-            ExecRequest::new("bash", vec![], f.work.path()),
-            &origin(SESSION),
-        )
+        .start(request("bash", &[]), &origin(SESSION))
         .await
         .unwrap();
     f.table
-        .write(&origin(SESSION), shell, b"python3 -q -i\n")
+        .write(
+            &origin(SESSION),
+            shell,
+            format!("{python3} -q -i\n").as_bytes(),
+        )
         .await
         .unwrap();
     // Harmless as a shell line; once Python reads, the same text is refused.
     let err = refused_once_read(&f, shell, b"x = 1\n").await;
-    assert!(
-        matches!(&err, ExecError::Denied(m) if m.contains("python3")),
-        "{err:?}"
-    );
+    assert!(refused_by_python(&err), "{err:?}");
 
     let cat = f
         .table
-        .start(
-            ExecRequest::new("cat", vec![], f.work.path()),
-            &origin(SESSION),
-        )
+        .start(request("cat", &[]), &origin(SESSION))
         .await
         .unwrap();
     f.table
