@@ -108,6 +108,10 @@ fn runs_the_agent(cli: &Cli) -> bool {
         Some(args::Command::Serve(_)) => true,
         #[cfg(feature = "batch")]
         Some(args::Command::Batch(_)) => true,
+        #[cfg(feature = "mcp")]
+        Some(args::Command::Mcp(_)) => true,
+        #[cfg(feature = "gateway")]
+        Some(args::Command::Cron(_)) => true,
         _ => false,
     }
 }
@@ -124,13 +128,8 @@ pub fn main() -> ExitCode {
         }
         _ => {}
     }
-    // Before anything else (and before any thread starts): the keys leave the
-    // environment block, which lasts as long as the process (this starts the
-    // program again once, with them handed over in memory) …
-    if let Err(error) = talaria_environ::seal() {
-        eprintln!("warning: {error}");
-    }
-    // … and what is left is not readable by the commands this process runs.
+    // Before anything reads a key: what is left of this process's memory is not
+    // readable by the commands it runs.
     if let Err(error) = talaria_exec::protect_agent_process() {
         eprintln!("warning: {error}");
     }
@@ -151,12 +150,20 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    if runs_the_agent(&cli) && nix::unistd::geteuid().is_root() {
-        eprintln!(
-            "warning: Talaria runs as root: the commands it runs have root's rights on this \
-             machine (the profile's controls and the agent's keys stay out of their reach where \
-             the kernel allows; `talaria doctor` shows what is in force)"
-        );
+    if runs_the_agent(&cli) {
+        // Still one thread: the keys leave the environment block, which lasts as long as the
+        // process (this starts the program again once, with them handed over in memory).
+        // Commands that run no agent skip it: `--version` or `config get` pay nothing.
+        if let Err(error) = talaria_environ::seal() {
+            eprintln!("warning: {error}");
+        }
+        if nix::unistd::geteuid().is_root() {
+            eprintln!(
+                "warning: Talaria runs as root: the commands it runs have root's rights on this \
+                 machine (the profile's controls and the agent's keys stay out of their reach \
+                 where the kernel allows; `talaria doctor` shows what is in force)"
+            );
+        }
     }
     // The profile home is decided here, before anything reads a path.
     let profiles = match Profiles::from_env() {
