@@ -112,11 +112,20 @@ impl BwrapBackend {
             .or_else(|| std::env::var_os("PATH"))
             .unwrap_or_default();
         let program = find_program(&request.program, cwd, Some(&path));
+        // As spelled and as resolved: a virtual environment's `bin/python` is a link out of
+        // it, yet Python reads the environment around the link.
         let mut tops: Vec<PathBuf> = std::env::split_paths(&path)
             .chain(program)
             .chain([cwd.to_path_buf()])
-            .filter_map(|dir| dir.canonicalize().ok())
+            .flat_map(|dir| {
+                [
+                    Some(crate::workspace::lexical(&dir)),
+                    dir.canonicalize().ok(),
+                ]
+            })
+            .flatten()
             .filter_map(|dir| tmp_top(&dir))
+            .filter(|top| top.exists())
             .collect();
         tops.sort();
         tops.dedup();
@@ -297,6 +306,18 @@ mod tests {
         request.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))];
         let args = BwrapBackend::tmp_args(&request, &request.cwd);
         let top = work.display().to_string();
+        assert_eq!(args, ["--ro-bind", top.as_str(), top.as_str()]);
+        // A program linked out of /tmp (a virtual environment's python) still brings its
+        // directory in.
+        let venv = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+        let venv = venv.path().canonicalize().unwrap();
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", venv.join("bin/python")).unwrap();
+        let python = venv.join("bin/python").display().to_string();
+        let mut request = ExecRequest::new(python, vec![], "/");
+        request.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        let args = BwrapBackend::tmp_args(&request, Path::new("/"));
+        let top = venv.display().to_string();
         assert_eq!(args, ["--ro-bind", top.as_str(), top.as_str()]);
     }
 
