@@ -110,8 +110,9 @@ fn is_wrapper(pid: u32, name: &str) -> bool {
 }
 
 /// Who reads stdin of the process tree started as `root` (its pid), when its stdin is the
-/// pipe `inode`. `None` when `/proc` says nothing (no such process, no `/proc`): the caller
-/// then judges by the command line it started.
+/// pipe `inode`. `None` when `/proc` names no reader but our wrappers (no such process, no
+/// `/proc`, or the command not started yet: its fork still looks like the supervisor): the
+/// caller then screens the text as a command line, since whoever reads it later is unknown.
 pub(crate) fn readers(root: u32, inode: u64) -> Option<InputReader> {
     let children = children_by_parent()?;
     let mut stack = vec![root];
@@ -127,7 +128,7 @@ pub(crate) fn readers(root: u32, inode: u64) -> Option<InputReader> {
         }
         verdict = Some(stricter(verdict, classify(&name)));
     }
-    Some(verdict.unwrap_or(InputReader::Data))
+    verdict
 }
 
 /// The stricter of two verdicts.
@@ -177,10 +178,16 @@ fn children_by_parent() -> Option<HashMap<u32, Vec<u32>>> {
     Some(children)
 }
 
-/// Whether `pid`'s fd 0 is the pipe `inode`.
+/// Whether any of `pid`'s file descriptors is the pipe `inode`: a shell that moved it off
+/// fd 0 (`exec 3<&0 0</dev/null`) still reads it later.
 fn holds_pipe(pid: u32, inode: u64) -> bool {
-    std::fs::read_link(format!("/proc/{pid}/fd/0"))
-        .is_ok_and(|link| link.as_os_str().to_string_lossy() == format!("pipe:[{inode}]"))
+    let pipe = format!("pipe:[{inode}]");
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|link| link.as_os_str().to_string_lossy() == pipe)
+    })
 }
 
 /// The program's name: its executable's file name, else its `comm`.
@@ -227,5 +234,32 @@ mod tests {
             InputReader::Shell
         );
         assert_eq!(stricter(None, InputReader::Data), InputReader::Data);
+    }
+
+    #[test]
+    fn a_pipe_nobody_known_holds_has_no_verdict() {
+        use std::os::unix::fs::MetadataExt as _;
+        let mut cat = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = cat.stdin.take().unwrap();
+        let inode = std::fs::metadata(format!("/proc/self/fd/{}", {
+            use std::os::fd::AsRawFd as _;
+            stdin.as_raw_fd()
+        }))
+        .unwrap()
+        .ino();
+        let pid = cat.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while readers(pid, inode) != Some(InputReader::Data) {
+            assert!(std::time::Instant::now() < deadline, "cat never seen");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Another pipe, which no process of the tree holds: unknown, not "data".
+        assert_eq!(readers(pid, inode + 1), None);
+        drop(stdin);
+        cat.wait().unwrap();
     }
 }

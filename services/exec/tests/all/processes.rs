@@ -430,9 +430,41 @@ async fn input_is_judged_by_the_program_that_reads_it() {
         .start(request("cat", &[]), &origin(SESSION))
         .await
         .unwrap();
-    f.table
+    // Until `cat` runs, nobody known reads: the text is screened as a command line.
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while let Err(err) = f
+        .table
         .write(&origin(SESSION), cat, b"rm -rf victim\n")
         .await
-        .unwrap();
+    {
+        assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+        assert!(std::time::Instant::now() < deadline, "cat never read");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     f.read_until(SESSION, cat, 0, b"rm -rf victim\n").await;
+}
+
+/// A shell that moved its input off fd 0 (to read it with `read`, `eval` or a later `sh`) is
+/// still its reader: the text is screened as a command, not passed as data.
+#[tokio::test]
+async fn a_shell_holding_the_input_on_another_descriptor_still_reads_it() {
+    let f = fixture();
+    std::fs::create_dir(f.work.path().join("victim")).unwrap();
+    let id = f
+        .start(
+            SESSION,
+            "exec 3<&0 0</dev/null; echo ready; sleep 2; while read -r line <&3; do echo \"$line\"; done",
+        )
+        .await;
+    f.read_until(SESSION, id, 0, b"ready\n").await;
+    let err = f
+        .table
+        .write(&origin(SESSION), id, b"rm -rf victim\n")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Denied(_)), "{err:?}");
+    f.table.close_stdin(SESSION, id).await.unwrap();
+    let info = f.table.wait(SESSION, id, HANG_GUARD).await.unwrap();
+    assert!(!info.running);
+    assert!(f.work.path().join("victim").is_dir(), "nothing was deleted");
 }
