@@ -22,12 +22,16 @@ mod delegation;
 mod dist;
 #[path = "all/execute_code.rs"]
 mod execute_code;
+#[path = "all/file_modes.rs"]
+mod file_modes;
 #[path = "all/gateway.rs"]
 mod gateway;
 #[path = "all/gateway_irc.rs"]
 mod gateway_irc;
 #[path = "all/gateway_load.rs"]
 mod gateway_load;
+#[path = "all/gateway_principals.rs"]
+mod gateway_principals;
 #[path = "all/gateway_telegram.rs"]
 mod gateway_telegram;
 #[path = "all/hostile_text.rs"]

@@ -16,6 +16,7 @@ pub mod events;
 pub mod message;
 pub mod model;
 pub mod ports;
+pub mod principal;
 pub mod prompt;
 pub mod retry;
 pub mod scrub;
@@ -36,6 +37,7 @@ pub use ports::{
     Clock, ExternalMemory, HookSession, HookVerdict, Hooks, NoHooks, SessionStore, Steering,
     StoreError, Summarizer, SystemClock, ToolContext, ToolDispatcher, ValidatedCall,
 };
+pub use principal::Principal;
 pub use prompt::{FrozenPrompt, PromptBuilder, Section};
 pub use retry::RetryPolicy;
 pub use tokio_util::sync::CancellationToken;

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Child;
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,9 +33,9 @@ fn answers(n: usize) -> ScriptedServer {
 }
 
 /// A running `talaria serve --port 0`, killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -47,6 +47,11 @@ impl Drop for Served {
 }
 
 fn serve(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
+    spawn_served(serve_command(home, model, extra))
+}
+
+/// `talaria serve --port 0` in `home` against `model`, keyed with [`KEY`].
+pub(crate) fn serve_command(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Command {
     let models = crate::cli::openai_args(model);
     let mut args = vec!["serve", "--port", "0"];
     args.extend(models.iter().map(String::as_str));
@@ -55,6 +60,11 @@ fn serve(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
     command
         .env("TALARIA_API_KEY", "sk-test")
         .env("TALARIA_API_SERVER_KEY", KEY);
+    command
+}
+
+/// Starts `command` (a [`serve_command`]) and waits for the port it listens on.
+pub(crate) fn spawn_served(mut command: Command) -> Served {
     let mut child = command.spawn().unwrap();
     let stderr = Arc::new(Mutex::new(String::new()));
     let (port_tx, port_rx) = std::sync::mpsc::channel();
@@ -114,7 +124,7 @@ fn streamed_text(body: &str) -> (String, String) {
 const BEARER: (&str, &str) = ("Authorization", "Bearer test-key-0123456789abcdef");
 
 /// A chat completion (not streamed): the answer and the session header.
-fn chat(port: u16, messages: Value) -> (String, String) {
+pub(crate) fn chat(port: u16, messages: Value) -> (String, String) {
     let body = json!({"model": "talaria", "messages": messages}).to_string();
     let (status, head, body) = http_request(
         port,
@@ -143,7 +153,7 @@ fn chat(port: u16, messages: Value) -> (String, String) {
     )
 }
 
-fn user(text: &str) -> Value {
+pub(crate) fn user(text: &str) -> Value {
     json!({"role": "user", "content": text})
 }
 

@@ -12,14 +12,14 @@ use crate::common::*;
 use crate::gateway::{free_port, gateway_command, post_hook, spawn_gateway};
 
 /// A raw IRC client on the test server.
-struct IrcUser {
+pub struct IrcUser {
     nick: &'static str,
     reader: std::io::BufReader<std::net::TcpStream>,
     writer: std::net::TcpStream,
 }
 
 impl IrcUser {
-    fn connect(port: u16, nick: &'static str) -> Self {
+    pub fn connect(port: u16, nick: &'static str) -> Self {
         let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(std::time::Duration::from_millis(500)))
@@ -35,7 +35,7 @@ impl IrcUser {
         user
     }
 
-    fn send(&mut self, line: &str) {
+    pub fn send(&mut self, line: &str) {
         use std::io::Write;
         self.writer
             .write_all(format!("{line}\r\n").as_bytes())
@@ -43,12 +43,12 @@ impl IrcUser {
     }
 
     /// The next line containing `needle`, answering PINGs on the way.
-    fn expect(&mut self, needle: &str) -> String {
+    pub fn expect(&mut self, needle: &str) -> String {
         self.expect_within(needle, std::time::Duration::from_secs(60))
             .unwrap_or_else(|| panic!("{}: no line with {needle:?} within 60 s", self.nick))
     }
 
-    fn expect_within(&mut self, needle: &str, limit: std::time::Duration) -> Option<String> {
+    pub fn expect_within(&mut self, needle: &str, limit: std::time::Duration) -> Option<String> {
         use std::io::BufRead;
         let started = std::time::Instant::now();
         while started.elapsed() < limit {

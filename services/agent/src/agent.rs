@@ -18,9 +18,10 @@ use talaria_approval::Approver;
 use talaria_plugin_host::ExecServices;
 use talaria_profile::config::{ApprovalMode, ConfigFile, NetworkConfig};
 use talaria_profile::home::ProfileHome;
+use talaria_profile::memory_config::{MemoryScope, MemoryScopes};
 use talaria_profile::settings::{ModelSettings, Settings};
 use talaria_providers::ProviderConfig;
-use talaria_store::{NewSession, SessionDb, SqliteSessionStore};
+use talaria_store::{NewSession, Principal, SessionDb, SqliteSessionStore};
 use talaria_tools::{
     DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolsetDef, Toolsets,
 };
@@ -180,6 +181,7 @@ pub struct Agent {
     pub(crate) plugin_statuses: Vec<crate::plugins::PluginStatus>,
     pub(crate) mcp: Option<crate::mcp_tools::McpTools>,
     pub(crate) external_memory: Option<Arc<crate::external_memory::ActiveMemory>>,
+    pub(crate) principal: Principal,
 }
 
 impl Agent {
@@ -201,6 +203,7 @@ impl Agent {
             clarifier,
             browsers,
             chat_user,
+            principal,
         } = options;
         let cwd = cwd.as_path();
         let routes = model_routes(settings)?;
@@ -218,9 +221,10 @@ impl Agent {
         )?;
         let mut notices = Vec::new();
         let db = open_session_db(home, resume.is_some(), &mut notices)?;
-        let sessions = db
-            .clone()
-            .map(|db| Arc::new(StoreSearch(db)) as Arc<dyn talaria_plugin_host::SessionSearch>);
+        let sessions = db.clone().map(|db| {
+            Arc::new(StoreSearch(db, principal.clone()))
+                as Arc<dyn talaria_plugin_host::SessionSearch>
+        });
         let services = crate::plugins::PluginServices {
             sessions,
             editor,
@@ -238,9 +242,11 @@ impl Agent {
         .await;
         notices.extend(plugins.notices);
         let summarizer: Arc<dyn Summarizer> = side_model.clone();
-        let knowledge = Knowledge::load(home, cwd);
+        let memory_dir = memory_dir(home, surface, &principal, settings.config.memory.scope);
+        let knowledge = Knowledge::load(home, cwd, memory_dir);
         notices.extend(knowledge.notices.iter().cloned());
-        let (session_id, history) = resume_or_start(resume.as_deref(), db.as_ref(), &mut notices)?;
+        let (session_id, history) =
+            resume_or_start(resume.as_deref(), db.as_ref(), &principal, &mut notices)?;
         let memory = crate::external_memory::for_session(
             plugins.memory,
             &settings.config.memory,
@@ -252,7 +258,12 @@ impl Agent {
                         .as_ref()
                         .map_or_else(|| surface.name().to_owned(), |u| u.platform.clone()),
                     profile: home.profile_name(),
-                    user_id: chat_user.as_ref().map(|u| u.user_id.clone()),
+                    // A chat user by the platform's id; another principal (an API or MCP
+                    // client, a webhook route) by its name: never the owner's memories.
+                    user_id: chat_user
+                        .as_ref()
+                        .map(|u| u.user_id.clone())
+                        .or_else(|| (!principal.is_owner()).then(|| principal.as_str().to_owned())),
                     parent_session: None,
                     model: settings.primary.model.clone(),
                 }
@@ -295,6 +306,7 @@ impl Agent {
                 (surface != Surface::Webhook).then(|| plugins.file_roots.clone()),
             ),
             external_memory: external_memory.clone(),
+            principal: &principal,
         });
         let mut sources = native.sources;
         if let Some(plugin_tools) = plugins.tools {
@@ -327,7 +339,7 @@ impl Agent {
             .code_tools
             .set(&tools, hooks.clone(), settings.primary.model.clone());
 
-        let store = session_store(db.as_ref(), &session_id, surface, settings, cwd);
+        let store = session_store(db.as_ref(), &session_id, surface, settings, cwd, &principal);
         let memory_block = external_memory.as_ref().and_then(|m| m.prompt_block());
         let prompt = frozen_prompt(home, surface, &knowledge, memory_block, &tools, settings);
         let mut ports = Ports::new(tools.clone(), store, Arc::new(SystemClock::new()));
@@ -347,6 +359,7 @@ impl Agent {
             summarizer: Some(summarizer),
             hooks,
             db: db.clone(),
+            principal: principal.clone(),
             depth: 1,
             max_depth: delegation_depth,
             child_iterations: settings.config.delegation.child_iterations.max(1),
@@ -372,6 +385,7 @@ impl Agent {
             plugin_statuses: plugins.statuses,
             mcp,
             external_memory,
+            principal,
         })
     }
 
@@ -527,6 +541,9 @@ pub struct AgentOptions {
     /// The chat platform and the person talking, where the surface is a
     /// chat: the memory provider's scope.
     pub chat_user: Option<ChatUser>,
+    /// Whom the session belongs to: what it may find of other sessions (the owner: all;
+    /// anyone else: their own) and whose memory it reads and writes.
+    pub principal: Principal,
 }
 
 /// The person a chat session talks with.
@@ -536,6 +553,32 @@ pub struct ChatUser {
     pub platform: String,
     /// The platform's id of the person.
     pub user_id: String,
+}
+
+/// Where a session's built-in memory (`MEMORY.md`, `USER.md`) lives: the owner's surfaces use
+/// the owner's; shared surfaces follow `memory.scope` — a chat user's, a group's or a
+/// client's own directory, the owner's when the owner chose to share it, or none.
+fn memory_dir(
+    home: &ProfileHome,
+    surface: Surface,
+    principal: &Principal,
+    scopes: MemoryScopes,
+) -> Option<std::path::PathBuf> {
+    let scope = match surface {
+        Surface::Gateway => scopes.chat,
+        Surface::ApiServer => scopes.api,
+        Surface::McpServer => scopes.mcp,
+        Surface::Webhook => scopes.webhook,
+        Surface::Terminal | Surface::OneShot | Surface::Editor | Surface::Cron | Surface::Batch => {
+            MemoryScope::Owner
+        }
+    };
+    match scope {
+        MemoryScope::None => None,
+        MemoryScope::Owner => Some(home.memory_dir()),
+        MemoryScope::Own if principal.is_owner() => Some(home.memory_dir()),
+        MemoryScope::Own => Some(home.principal_memory_dir(&principal.file_name())),
+    }
 }
 
 /// The profile's image store: where every surface prepares the images a user attaches.
@@ -674,11 +717,22 @@ fn side_model(
 fn resume_or_start(
     resume: Option<&str>,
     db: Option<&Arc<SessionDb>>,
+    principal: &Principal,
     notices: &mut Vec<String>,
 ) -> Result<(String, Vec<talaria_kernel::Message>), BuildError> {
     let (Some(id), Some(db)) = (resume, db) else {
         return Ok((new_session_id(), Vec::new()));
     };
+    // Another principal's session is as unknown as a missing one; a new one is started
+    // under the id only when nobody has it.
+    let exists = db
+        .session(id)
+        .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
+    if exists.is_some_and(|row| !principal.sees(row.principal.as_str())) {
+        return Err(BuildError(format!(
+            "cannot resume session {id}: no such session"
+        )));
+    }
     let resumed = db
         .messages_for_resume(id)
         .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
@@ -698,6 +752,7 @@ fn session_store(
     surface: Surface,
     settings: &Settings,
     cwd: &Path,
+    principal: &Principal,
 ) -> Arc<dyn SessionStore> {
     match db {
         Some(db) => Arc::new(SqliteSessionStore::new(
@@ -709,6 +764,7 @@ fn session_store(
                 model: settings.primary.model.clone(),
                 cwd: Some(cwd.display().to_string()),
                 parent_session_id: None,
+                principal: principal.clone(),
             },
         )),
         None => Arc::new(MemorySessionStore::default()),

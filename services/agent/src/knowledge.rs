@@ -56,32 +56,43 @@ pub(crate) fn bundled_skill_dirs() -> Vec<PathBuf> {
 }
 
 impl Knowledge {
-    /// Reads memory, skills and context files once, at session start.
-    pub fn load(home: &ProfileHome, cwd: &Path) -> Self {
+    /// Reads memory (from `memory_dir`; `None`: the session has none), skills and context
+    /// files once, at session start.
+    pub fn load(home: &ProfileHome, cwd: &Path, memory_dir: Option<PathBuf>) -> Self {
         let mut notices = Vec::new();
-        let (memory, snapshot) = match MemoryStore::open(home.memory_dir()) {
-            Ok(store) => match store.snapshot() {
-                Ok(snapshot) => {
-                    for blocked in &snapshot.blocked {
-                        notices.push(format!(
-                            "{} entry {} was left out of the prompt: it trips rule '{}' ({})",
-                            blocked.target.file_name(),
-                            blocked.index,
-                            blocked.threat.rule_id,
-                            blocked.threat.description
-                        ));
+        let opened = memory_dir.map(|dir| {
+            // A principal's own memory lives in a directory made on first use.
+            if dir != home.memory_dir() {
+                let _ = talaria_profile::home_modes::create_private_dir(&dir);
+            }
+            MemoryStore::open(dir)
+        });
+        let (memory, snapshot) = match opened {
+            None => (None, None),
+            Some(opened) => match opened {
+                Ok(store) => match store.snapshot() {
+                    Ok(snapshot) => {
+                        for blocked in &snapshot.blocked {
+                            notices.push(format!(
+                                "{} entry {} was left out of the prompt: it trips rule '{}' ({})",
+                                blocked.target.file_name(),
+                                blocked.index,
+                                blocked.threat.rule_id,
+                                blocked.threat.description
+                            ));
+                        }
+                        (Some(Arc::new(store)), Some(snapshot))
                     }
-                    (Some(Arc::new(store)), Some(snapshot))
-                }
+                    Err(error) => {
+                        notices.push(format!("memory is unavailable: {error}"));
+                        (Some(Arc::new(store)), None)
+                    }
+                },
                 Err(error) => {
                     notices.push(format!("memory is unavailable: {error}"));
-                    (Some(Arc::new(store)), None)
+                    (None, None)
                 }
             },
-            Err(error) => {
-                notices.push(format!("memory is unavailable: {error}"));
-                (None, None)
-            }
         };
         let (manager, issues) = SkillManager::load(skill_roots(home));
         notices.extend(

@@ -41,5 +41,7 @@ pub use talaria_browser::BrowserKeeper;
 pub use talaria_images as images;
 /// The plugin types surfaces see through the agent.
 pub use talaria_plugin_host::{KindState, KindStatus, PluginCommandSpec, PluginSkin};
+/// Whom a session belongs to.
+pub use talaria_store::Principal;
 #[cfg(not(feature = "browser"))]
 pub use tools::BrowserKeeper;

@@ -512,9 +512,13 @@ fn plugin_settings(
     }
 }
 
-/// The session store as plugins' `session-search` sees it.
+/// The session store as plugins' `session-search` sees it: only the sessions of the
+/// session's principal (the owner: all).
 #[derive(Debug)]
-pub struct StoreSearch(pub std::sync::Arc<talaria_store::SessionDb>);
+pub struct StoreSearch(
+    pub std::sync::Arc<talaria_store::SessionDb>,
+    pub talaria_store::Principal,
+);
 
 impl talaria_plugin_host::SessionSearch for StoreSearch {
     fn search(
@@ -523,7 +527,10 @@ impl talaria_plugin_host::SessionSearch for StoreSearch {
         limit: u32,
     ) -> Result<Vec<talaria_plugin_host::SessionHit>, String> {
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        let hits = self.0.search(query, limit).map_err(|e| e.to_string())?;
+        let hits = self
+            .0
+            .search(query, limit, &self.1)
+            .map_err(|e| e.to_string())?;
         Ok(hits
             .into_iter()
             .map(|hit| talaria_plugin_host::SessionHit {
@@ -554,13 +561,16 @@ mod store_search_tests {
             model: "m".into(),
             cwd: None,
             parent_session_id: None,
+            principal: talaria_store::Principal::owner(),
         };
         db.append_or_create(
             &session,
             &talaria_kernel::Message::user("the zebra migration"),
         )
         .unwrap();
-        let hits = StoreSearch(db).search("zebra", 5).unwrap();
+        let hits = StoreSearch(db, talaria_store::Principal::owner())
+            .search("zebra", 5)
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].session_id, "s1");
         assert_eq!(hits[0].role, "user");

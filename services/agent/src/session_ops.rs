@@ -98,6 +98,11 @@ impl Agent {
         }))
     }
 
+    /// Whom the session belongs to.
+    pub fn principal(&self) -> &talaria_store::Principal {
+        &self.principal
+    }
+
     /// The session's stored title.
     pub fn title(&self) -> Option<String> {
         let db = self.db.as_ref()?;
@@ -122,6 +127,7 @@ impl Agent {
             model: self.primary.model.clone(),
             cwd: Some(self.tools.cwd().display().to_string()),
             parent_session_id: None,
+            principal: self.principal.clone(),
         })
         .and_then(|_| db.set_title(session, Some(title)))
         .map_err(|e| OpsError(format!("cannot set the title: {e}")))
@@ -220,7 +226,7 @@ impl Agent {
             .map_err(|e| OpsError(e.to_string()))
     }
 
-    /// Recent stored sessions, most recently active first.
+    /// Recent stored sessions this session's principal may see, most recently active first.
     pub fn recent_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, OpsError> {
         let db = self
             .db
@@ -228,17 +234,20 @@ impl Agent {
             .ok_or_else(|| OpsError("sessions are not being saved".into()))?;
         db.list(&ListQuery {
             limit,
+            viewer: self.principal.clone(),
             ..ListQuery::default()
         })
         .map_err(|e| OpsError(e.to_string()))
     }
 
-    /// The full id of the stored session a prefix names.
+    /// The full id of the stored session a prefix names, among those this session's
+    /// principal may see.
     pub fn resolve_session(&self, prefix: &str) -> Result<String, OpsError> {
         let db = self
             .db
             .as_ref()
             .ok_or_else(|| OpsError("sessions are not being saved".into()))?;
-        db.resolve_id(prefix).map_err(|e| OpsError(e.to_string()))
+        db.resolve_id(prefix, &self.principal)
+            .map_err(|e| OpsError(e.to_string()))
     }
 }

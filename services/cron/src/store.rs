@@ -5,6 +5,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -101,10 +102,12 @@ impl JobStore {
     fn lock(&self, name: &str, wait: bool) -> Result<Option<File>, StoreError> {
         let path = self.dir.join(name);
         create_private_dir(&self.dir)?;
+        // 0600 whatever the umask: the profile home is private.
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|source| io("open", &path, source))?;
         if wait {

@@ -2,6 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::MemoryError;
@@ -44,12 +45,18 @@ pub(crate) struct DirLock {
 impl DirLock {
     /// Creates the directory if needed and blocks until the lock is held.
     pub(crate) fn acquire(dir: &Path) -> Result<Self, MemoryError> {
-        std::fs::create_dir_all(dir).map_err(|e| MemoryError::io(dir, e))?;
+        // Private whatever the umask, as the profile home is (0700 directories, 0600 files).
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| MemoryError::io(dir, e))?;
         let path = dir.join(LOCK_FILE);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| MemoryError::io(&path, e))?;
         file.lock().map_err(|e| MemoryError::io(&path, e))?;

@@ -9,6 +9,7 @@ use talaria_kernel::Pricing;
 use crate::env::EnvLayer;
 use crate::gateway_config::GatewayConfig;
 use crate::mcp_config::McpServerConfig;
+pub use crate::servers_config::{ApiServerConfig, McpServeConfig, NamedKey};
 
 /// One model endpoint (the primary or a fallback).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -454,6 +455,9 @@ pub struct ConfigFile {
     /// The OpenAI-compatible API server (`talaria serve`).
     #[serde(skip_serializing_if = "is_default")]
     pub api_server: ApiServerConfig,
+    /// `talaria mcp serve` over HTTP.
+    #[serde(skip_serializing_if = "is_default")]
+    pub mcp_serve: McpServeConfig,
     /// The gateway behind chat platforms.
     #[serde(skip_serializing_if = "is_default")]
     pub gateway: GatewayConfig,
@@ -474,42 +478,9 @@ pub struct ConfigFile {
     pub memory: crate::memory_config::MemoryConfig,
 }
 
-/// `talaria serve` (`api_server`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ApiServerConfig {
-    /// Address to listen on (loopback by default).
-    pub host: String,
-    /// Port to listen on.
-    pub port: u16,
-    /// The bearer key clients send (`TALARIA_API_SERVER_KEY` wins over it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// Largest request body, in bytes (larger: 413).
-    pub max_body_bytes: u64,
-    /// Most runs at once (more: 429).
-    pub max_concurrent_runs: u32,
-    /// Origins browsers may call from; none: CORS stays off.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cors_origins: Vec<String>,
-}
-
-impl Default for ApiServerConfig {
-    fn default() -> Self {
-        Self {
-            host: "127.0.0.1".to_owned(),
-            port: 8642,
-            key: None,
-            max_body_bytes: 10 * 1024 * 1024,
-            max_concurrent_runs: 10,
-            cors_origins: Vec::new(),
-        }
-    }
-}
-
 /// Sections left at their defaults are not written, so a later release's
 /// better defaults still reach users who ran setup once.
-fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
 

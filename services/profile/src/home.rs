@@ -112,6 +112,12 @@ impl ProfileHome {
         self.root.clone()
     }
 
+    /// The built-in memory of someone other than the owner (a chat user, a group, a client):
+    /// `memories/<name>/`, `name` a file-name-safe form of who it is.
+    pub fn principal_memory_dir(&self, name: &str) -> PathBuf {
+        self.root.join("memories").join(name)
+    }
+
     /// Skills: `skills/<category>/<name>/SKILL.md`.
     pub fn skills_dir(&self) -> PathBuf {
         self.root.join("skills")

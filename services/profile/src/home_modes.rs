@@ -51,6 +51,34 @@ pub fn write_private(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     file.write_all(bytes.as_ref())
 }
 
+/// Creates `path` empty and 0600 unless it exists (then only takes other users' access
+/// away): for a file something else opens next (a SQLite database, a lock file), so it is
+/// private whatever the umask.
+pub fn create_private_file(path: &Path) -> io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(FILE_MODE);
+    }
+    let file = options.open(path)?;
+    tighten(path, &file.metadata()?).map(drop)
+}
+
+/// SQLite's journals beside the database `db` (`-wal`, `-shm`), made private when present
+/// (SQLite gives them the database's mode, but a file from an older version may be open).
+pub fn tighten_sqlite_journals(db: &Path) {
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut journal = db.as_os_str().to_owned();
+        journal.push(suffix);
+        let journal = Path::new(&journal);
+        if let Ok(meta) = fs::metadata(journal) {
+            let _ = tighten(journal, &meta);
+        }
+    }
+}
+
 /// Removes other users' access to `path`; `Ok(true)` when its mode changed.
 /// The owner's bits (an executable script stays executable) are kept.
 pub fn tighten(path: &Path, meta: &Metadata) -> io::Result<bool> {
@@ -135,6 +163,8 @@ const HOME_FILES: &[&str] = &[
     "USER.md",
     ".memory.lock",
     "plugins.lock",
+    "gateway.db",
+    "api_server.db",
     "plugin-indexes.toml",
 ];
 

@@ -22,6 +22,7 @@ mod load;
 pub mod mcp_config;
 pub mod memory_config;
 pub mod profiles;
+pub mod servers_config;
 pub mod settings;
 pub mod web_config;
 pub mod webhook_config;

@@ -1,7 +1,7 @@
 //! External memory's settings (`memory:` in config.yaml): which memory
 //! provider plugin is active, how long a turn waits for its recall, and each
-//! provider's own settings, handed to the plugin as its config. The built-in
-//! `MEMORY.md`/`USER.md` memory is not configured here: it is always on.
+//! provider's own settings, handed to the plugin as its config; and whose built-in
+//! `MEMORY.md`/`USER.md` the shared surfaces use (`memory.scope`).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +24,9 @@ pub struct MemoryConfig {
     /// `[config]` (`memory.providers.facts.extract: true`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub providers: BTreeMap<String, BTreeMap<String, serde_yaml_ng::Value>>,
+    /// Whose built-in memory (`MEMORY.md`, `USER.md`) the sessions of shared surfaces use.
+    #[serde(skip_serializing_if = "crate::config::is_default")]
+    pub scope: MemoryScopes,
 }
 
 impl Default for MemoryConfig {
@@ -32,6 +35,46 @@ impl Default for MemoryConfig {
             provider: None,
             prefetch_timeout_ms: 1500,
             providers: BTreeMap::new(),
+            scope: MemoryScopes::default(),
+        }
+    }
+}
+
+/// Whose built-in memory a session uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryScope {
+    /// None: no memory in the prompt and no `memory` tool.
+    None,
+    /// Its principal's own (a chat user's, a group's, a client's), kept apart from the
+    /// owner's and everyone else's.
+    Own,
+    /// The owner's files, shared with the owner (only when the owner wants that).
+    Owner,
+}
+
+/// `memory.scope`: per shared surface. The terminal, editors, cron and batch are the
+/// owner's and always use the owner's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryScopes {
+    /// Chat platforms (each user, or each group, its own by default).
+    pub chat: MemoryScope,
+    /// `talaria serve` (none by default).
+    pub api: MemoryScope,
+    /// `talaria mcp serve` (none by default).
+    pub mcp: MemoryScope,
+    /// Webhook routes: outside payloads (none by default).
+    pub webhook: MemoryScope,
+}
+
+impl Default for MemoryScopes {
+    fn default() -> Self {
+        Self {
+            chat: MemoryScope::Own,
+            api: MemoryScope::None,
+            mcp: MemoryScope::None,
+            webhook: MemoryScope::None,
         }
     }
 }

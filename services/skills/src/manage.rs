@@ -7,6 +7,7 @@
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -104,11 +105,11 @@ impl SkillManager {
                 category.unwrap_or_default()
             )));
         }
-        fs::create_dir_all(&parent).map_err(|e| SkillError::io("create", &parent, e))?;
+        private_dirs(&parent).map_err(|e| SkillError::io("create", &parent, e))?;
         let dir = parent.join(name);
         // create_dir (not _all) so an existing directory, even a category
         // one, is never taken over.
-        match fs::create_dir(&dir) {
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(SkillError::AlreadyExists {
@@ -237,7 +238,7 @@ impl SkillManager {
         }
         run_scan(scan, content)?;
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| SkillError::io("create", parent, e))?;
+            private_dirs(parent).map_err(|e| SkillError::io("create", parent, e))?;
         }
         write_atomic(&path, content.as_bytes())?;
         let message = format!("Wrote {file_path}; read it with skill_view(name, file_path).");
@@ -353,4 +354,13 @@ fn supporting_path(file_path: &str) -> Result<PathBuf, SkillError> {
         });
     }
     Ok(rel)
+}
+
+/// Creates `dir` and its missing parents 0700: the profile home is private whatever the
+/// umask.
+fn private_dirs(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }

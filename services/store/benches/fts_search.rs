@@ -50,7 +50,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let verbose = std::env::var_os("TALARIA_BENCH_VERBOSE").is_some();
     // Warm the page cache and statement cache once, as a running process would be.
     for (_, query) in &queries {
-        db.search(query, LIMIT)?;
+        db.search(query, LIMIT, &talaria_store::Principal::owner())?;
     }
     let mut by_kind: Vec<(&str, Vec<Duration>, usize)> = Vec::new();
     let mut all = Vec::new();
@@ -59,7 +59,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut times = Vec::new();
         for _ in 0..RUNS_PER_QUERY {
             let started = Instant::now();
-            hits = db.search(query, LIMIT)?.len();
+            hits = db
+                .search(query, LIMIT, &talaria_store::Principal::owner())?
+                .len();
             times.push(started.elapsed());
         }
         if verbose {
@@ -150,6 +152,7 @@ fn build(path: &Path, messages: usize) -> Result<(), Box<dyn std::error::Error>>
             model: "bench-model".into(),
             cwd: Some(format!("/home/user/project{}", session % 50)),
             parent_session_id: None,
+            principal: talaria_store::Principal::owner(),
         })?;
         let count = MESSAGES_PER_SESSION.min(messages - session * MESSAGES_PER_SESSION);
         batch.clear();

@@ -18,6 +18,7 @@ fn session(id: &str) -> NewSession {
         model: "bench-model".into(),
         cwd: Some("/home/user/project".into()),
         parent_session_id: None,
+        principal: talaria_store::Principal::owner(),
     }
 }
 

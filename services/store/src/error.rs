@@ -58,8 +58,13 @@ pub enum StoreError {
     /// A session with this id exists already.
     #[error("session {0:?} already exists")]
     AlreadyExists(String),
-    /// Several sessions start with this prefix.
-    #[error("session id prefix {prefix:?} is ambiguous; it matches {}", candidates.join(", "))]
+    /// Several sessions start with this prefix. The message counts them without naming
+    /// them (an error may reach someone who must not learn other sessions' ids); a caller
+    /// that may show them (the owner's command line) reads `candidates`.
+    #[error(
+        "session id prefix {prefix:?} is ambiguous: it matches {} sessions; give more of the id",
+        candidates.len()
+    )]
     Ambiguous {
         /// The prefix asked for.
         prefix: String,

@@ -79,7 +79,9 @@ mod tests {
     }
 
     fn found(db: &SessionDb, query: &str) -> usize {
-        db.search(query, 10).unwrap().len()
+        db.search(query, 10, &crate::Principal::owner())
+            .unwrap()
+            .len()
     }
 
     #[test]
@@ -171,7 +173,7 @@ mod tests {
     }
 
     fn kinds(db: &SessionDb, query: &str) -> Vec<crate::MatchKind> {
-        db.search(query, 10)
+        db.search(query, 10, &crate::Principal::owner())
             .unwrap()
             .iter()
             .map(|hit| hit.kind)

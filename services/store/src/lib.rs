@@ -42,3 +42,4 @@ pub use rows::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{MATCH_END, MATCH_START};
+pub use talaria_kernel::Principal;

@@ -6,6 +6,7 @@ use crate::codec::{from_sql_int, one_line};
 use crate::db::SessionDb;
 use crate::error::Result;
 use crate::rows::{ListQuery, SessionSummary};
+use talaria_kernel::Principal;
 
 /// Characters of the first user message shown in a listing.
 const PREVIEW_CHARS: usize = 80;
@@ -25,6 +26,10 @@ impl SessionDb {
             filters.push("s.source = ?");
             values.push(Value::Text(source.clone()));
         }
+        if let Some(principal) = query.viewer.filter() {
+            filters.push("s.principal = ?");
+            values.push(Value::Text(principal.to_owned()));
+        }
         let filter = if filters.is_empty() {
             String::new()
         } else {
@@ -35,7 +40,7 @@ impl SessionDb {
         ));
         let sql = format!(
             "SELECT s.id, s.title, s.source, s.model, s.cwd, s.parent_session_id, s.created_at,
-                    s.updated_at, s.cost_usd,
+                    s.updated_at, s.cost_usd, s.principal,
                     (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id),
                     (SELECT substr(m.content, 1, {fetch}) FROM messages m
                       WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.seq LIMIT 1)
@@ -58,9 +63,10 @@ impl SessionDb {
                     created_at: row.get(6)?,
                     updated_at: row.get(7)?,
                     cost_usd: row.get(8)?,
-                    message_count: from_sql_int(row.get(9)?),
+                    principal: Principal::from_stored(row.get::<_, String>(9)?),
+                    message_count: from_sql_int(row.get(10)?),
                     preview: row
-                        .get::<_, Option<String>>(10)?
+                        .get::<_, Option<String>>(11)?
                         .map(|text| one_line(&text, PREVIEW_CHARS)),
                 })
             })?;
@@ -68,12 +74,14 @@ impl SessionDb {
         })
     }
 
-    /// The most recently active session that ran in `cwd` (for `--continue`).
-    pub fn latest(&self, cwd: &str) -> Result<Option<SessionSummary>> {
+    /// The most recently active session `viewer` may see that ran in `cwd` (for
+    /// `--continue`).
+    pub fn latest(&self, cwd: &str, viewer: &Principal) -> Result<Option<SessionSummary>> {
         let query = ListQuery {
             limit: 1,
             cwd: Some(cwd.to_owned()),
             source: None,
+            viewer: viewer.clone(),
         };
         Ok(self.list(&query)?.into_iter().next())
     }

@@ -7,6 +7,7 @@ use crate::codec::{MESSAGE_COLUMNS, RawMessage, from_sql_int};
 use crate::db::SessionDb;
 use crate::error::{Result, StoreError};
 use crate::rows::{SessionRow, StoredMessage};
+use talaria_kernel::Principal;
 
 /// How many candidates an ambiguous prefix error names.
 const MAX_CANDIDATES: usize = 8;
@@ -36,24 +37,38 @@ impl SessionDb {
         })
     }
 
-    /// The full id of the one session whose id is `prefix` or starts with it.
-    /// An exact match wins; several matches are [`StoreError::Ambiguous`],
-    /// none is [`StoreError::NotFound`].
-    pub fn resolve_id(&self, prefix: &str) -> Result<String> {
+    /// The session with this exact id, if `viewer` may see it (the owner sees every one);
+    /// another principal's session is as absent as a missing one.
+    pub fn session_as(&self, session_id: &str, viewer: &Principal) -> Result<Option<SessionRow>> {
+        Ok(self
+            .session(session_id)?
+            .filter(|row| viewer.sees(row.principal.as_str())))
+    }
+
+    /// The full id of the one session `viewer` may see whose id is `prefix` or starts with
+    /// it. An exact match wins; several matches are [`StoreError::Ambiguous`] (naming only
+    /// sessions the viewer may see), none is [`StoreError::NotFound`].
+    pub fn resolve_id(&self, prefix: &str, viewer: &Principal) -> Result<String> {
+        let filter = viewer.filter();
         self.read(|tx| {
             let exact = tx
-                .prepare_cached("SELECT id FROM sessions WHERE id = ?1")?
-                .query_row([prefix], |row| row.get::<_, String>(0))
+                .prepare_cached(
+                    "SELECT id FROM sessions WHERE id = ?1 AND (?2 IS NULL OR principal = ?2)",
+                )?
+                .query_row(rusqlite::params![prefix, filter], |row| {
+                    row.get::<_, String>(0)
+                })
                 .optional()?;
             if let Some(id) = exact {
                 return Ok(id);
             }
             let mut statement = tx.prepare_cached(
                 "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1
+                   AND (?2 IS NULL OR principal = ?2)
                  ORDER BY updated_at DESC, id",
             )?;
             let mut matches: Vec<String> = statement
-                .query_map([prefix], |row| row.get(0))?
+                .query_map(rusqlite::params![prefix, filter], |row| row.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             match matches.len() {
                 0 => Err(StoreError::NotFound(prefix.to_owned())),
@@ -103,7 +118,7 @@ impl SessionDb {
 const SESSION_COLUMNS: &str = "s.id, s.title, s.source, s.model, s.cwd, s.parent_session_id,
     s.created_at, s.updated_at, s.input_tokens, s.output_tokens, s.cache_read_tokens,
     s.cache_write_tokens, s.cost_usd,
-    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)";
+    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id), s.principal";
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -121,6 +136,7 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         cache_write_tokens: from_sql_int(row.get(11)?),
         cost_usd: row.get(12)?,
         message_count: from_sql_int(row.get(13)?),
+        principal: Principal::from_stored(row.get::<_, String>(14)?),
     })
 }
 

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use talaria_kernel::{Message, Role};
 
+use talaria_kernel::Principal;
+
 /// What a new session is created with.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct NewSession {
@@ -18,6 +20,8 @@ pub struct NewSession {
     pub cwd: Option<String>,
     /// The session this one continues after context compression.
     pub parent_session_id: Option<String>,
+    /// Who it belongs to (continuations inherit it).
+    pub principal: Principal,
 }
 
 /// A stored session with its totals.
@@ -51,6 +55,8 @@ pub struct SessionRow {
     pub cost_usd: f64,
     /// Number of stored messages.
     pub message_count: u64,
+    /// Who it belongs to.
+    pub principal: Principal,
 }
 
 /// One line of a session listing.
@@ -78,6 +84,8 @@ pub struct SessionSummary {
     pub message_count: u64,
     /// The start of the first user message, on one line.
     pub preview: Option<String>,
+    /// Who it belongs to.
+    pub principal: Principal,
 }
 
 /// Which sessions [`crate::SessionDb::list`] returns.
@@ -89,6 +97,8 @@ pub struct ListQuery {
     pub cwd: Option<String>,
     /// Only sessions from this surface.
     pub source: Option<String>,
+    /// Who asks: anyone but the owner sees only their own sessions.
+    pub viewer: Principal,
 }
 
 impl Default for ListQuery {
@@ -97,6 +107,7 @@ impl Default for ListQuery {
             limit: 50,
             cwd: None,
             source: None,
+            viewer: Principal::owner(),
         }
     }
 }

@@ -166,8 +166,16 @@ const V5: &str = r#"
 ALTER TABLE messages ADD COLUMN images TEXT;
 "#;
 
+/// Version 6: every session belongs to a principal (`Principal`: the owner, a chat user or
+/// group, an API or MCP client, a webhook route); lookups of anyone but the owner see only
+/// their own. Sessions from before belong to the owner.
+const V6: &str = r#"
+ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT 'owner';
+CREATE INDEX sessions_principal ON sessions (principal, updated_at);
+"#;
+
 /// Every migration, oldest first; the schema version is their count.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -20,6 +20,7 @@ use crate::query::{
 };
 use crate::rows::{MatchKind, SearchHit};
 use crate::snippet::{ELLIPSIS, scan_snippet};
+use talaria_kernel::Principal;
 
 /// Put before each match in a snippet.
 pub const MATCH_START: &str = "**";
@@ -34,7 +35,10 @@ impl SessionDb {
     /// Terms are separated by whitespace; `"quoted text"` is one term (a
     /// phrase). Any text is accepted: FTS5 operators and punctuation are
     /// searched for literally, never parsed.
-    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+    ///
+    /// Only sessions `viewer` may see are searched (the owner's search covers all).
+    pub fn search(&self, query: &str, limit: usize, viewer: &Principal) -> Result<Vec<SearchHit>> {
+        let scope = viewer.filter();
         let terms = parse_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -49,14 +53,14 @@ impl SessionDb {
         self.read(|tx| {
             let mut found = Found::new(limit);
             if let Some(expression) = &word {
-                index_pass(tx, &WORDS, expression, &[], &mut found)?;
+                index_pass(tx, &WORDS, expression, &[], scope, &mut found)?;
             }
             if found.wants_more() {
                 match &trigram {
                     Some(expression) => {
-                        index_pass(tx, &TRIGRAMS, expression, &short_terms, &mut found)?
+                        index_pass(tx, &TRIGRAMS, expression, &short_terms, scope, &mut found)?
                     }
-                    None => scan_pass(tx, &short_terms, &mut found)?,
+                    None => scan_pass(tx, &short_terms, scope, &mut found)?,
                 }
             }
             Ok(found.hits)
@@ -140,6 +144,7 @@ fn index_pass(
     index: &Index,
     expression: &str,
     short_terms: &[&String],
+    scope: Option<&str>,
     found: &mut Found,
 ) -> Result<()> {
     let table = index.table;
@@ -161,6 +166,10 @@ fn index_pass(
             " AND {table}.content LIKE ?{} ESCAPE '\\'",
             params.len()
         ));
+    }
+    if let Some(principal) = scope {
+        params.push(Value::Text(principal.to_owned()));
+        filter.push_str(&format!(" AND rowid IN {}", scoped_messages(params.len())));
     }
     let sql = format!(
         "SELECT id, rank FROM
@@ -209,7 +218,12 @@ fn index_pass(
 }
 
 /// Newest messages containing every (short) term; no index can help.
-fn scan_pass(tx: &Transaction<'_>, terms: &[&String], found: &mut Found) -> Result<()> {
+fn scan_pass(
+    tx: &Transaction<'_>,
+    terms: &[&String],
+    scope: Option<&str>,
+    found: &mut Found,
+) -> Result<()> {
     let Some(first) = terms.first() else {
         return Ok(());
     };
@@ -218,6 +232,10 @@ fn scan_pass(tx: &Transaction<'_>, terms: &[&String], found: &mut Found) -> Resu
     for term in terms {
         params.push(Value::Text(like_pattern(term)));
         conditions.push(format!("content LIKE ?{} ESCAPE '\\'", params.len()));
+    }
+    if let Some(principal) = scope {
+        params.push(Value::Text(principal.to_owned()));
+        conditions.push(format!("id IN {}", scoped_messages(params.len())));
     }
     params.push(Value::Integer(sql_count(found.fetch())));
     let sql = format!(
@@ -299,6 +317,14 @@ fn message_rows(tx: &Transaction<'_>, ids: &str) -> Result<HashMap<i64, MessageR
         })?
         .collect::<rusqlite::Result<_>>()?;
     Ok(rows)
+}
+
+/// The message ids of the sessions of the principal bound as parameter `index`.
+fn scoped_messages(index: usize) -> String {
+    format!(
+        "(SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id
+          WHERE s.principal = ?{index})"
+    )
 }
 
 /// Message ids as a JSON array, bound as one parameter and read by `json_each`.

@@ -10,6 +10,7 @@ use crate::codec::{
 use crate::db::SessionDb;
 use crate::error::{Result, StoreError};
 use crate::rows::NewSession;
+use talaria_kernel::Principal;
 
 impl SessionDb {
     /// Creates a session; fails with [`StoreError::AlreadyExists`] if the id is taken.
@@ -103,6 +104,25 @@ impl SessionDb {
         })
     }
 
+    /// Gives `principal` a session the gateway started for it before sessions had principals
+    /// (stored as the owner's, from a `gateway:` source); any other session is left alone.
+    /// Returns whether it was given.
+    pub fn claim_legacy_chat_session(
+        &self,
+        session_id: &str,
+        principal: &Principal,
+    ) -> Result<bool> {
+        self.write(|tx| {
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE sessions SET principal = ?2
+                     WHERE id = ?1 AND principal = 'owner' AND source LIKE 'gateway:%'",
+                )?
+                .execute(params![session_id, principal.as_str()])?;
+            Ok(changed > 0)
+        })
+    }
+
     /// Deletes a session, its messages and their search entries; sessions that
     /// continued it lose their parent link. Returns whether it existed.
     pub fn delete(&self, session_id: &str) -> Result<bool> {
@@ -130,8 +150,9 @@ fn encode_all(messages: &[Message]) -> Result<Vec<Option<String>>> {
 fn insert_session(tx: &Transaction<'_>, session: &NewSession, now: i64) -> Result<bool> {
     let inserted = tx
         .prepare_cached(
-            "INSERT INTO sessions (id, title, source, model, cwd, parent_session_id, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
+            "INSERT INTO sessions (id, title, source, model, cwd, parent_session_id, created_at,
+                                   updated_at, principal)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)
              ON CONFLICT (id) DO NOTHING",
         )?
         .execute(params![
@@ -141,7 +162,8 @@ fn insert_session(tx: &Transaction<'_>, session: &NewSession, now: i64) -> Resul
             session.model,
             session.cwd,
             session.parent_session_id,
-            now
+            now,
+            session.principal.as_str(),
         ])?;
     Ok(inserted > 0)
 }

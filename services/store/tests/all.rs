@@ -12,6 +12,8 @@ mod crash;
 mod migrations;
 #[path = "all/port.rs"]
 mod port;
+#[path = "all/principals.rs"]
+mod principals;
 #[path = "all/resume.rs"]
 mod resume;
 #[path = "all/roundtrip.rs"]

@@ -410,6 +410,7 @@ async fn loading_a_compressed_session_goes_on_from_its_continuation_under_the_sa
         model: first.model.clone(),
         cwd: first.cwd.clone(),
         parent_session_id: Some(id.clone()),
+        principal: first.principal.clone(),
     };
     db.ensure_session(&continuation).unwrap();
     let summary = talaria_kernel::Message::user("[summary] the code word is heron");

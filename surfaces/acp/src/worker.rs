@@ -316,6 +316,8 @@ async fn build(
         clarifier: Some(clarifier),
         browsers: None,
         chat_user: None,
+        // The editor is the owner's.
+        principal: talaria_agent::Principal::owner(),
     };
     let agent = Agent::build(&settings, &spec.home, options)
         .await

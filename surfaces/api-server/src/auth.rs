@@ -3,57 +3,89 @@
 
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
+use talaria_kernel::Principal;
 
 use crate::error::ApiError;
 
 /// Shortest key accepted.
 pub const MIN_KEY_CHARS: usize = 16;
 
-/// The key, checked once at start.
+/// The keys, checked once at start: the owner's, and the named clients'.
 #[derive(Debug, Clone)]
 pub struct KeyGate {
-    digest: [u8; 32],
+    keys: Vec<([u8; 32], Principal)>,
 }
 
-/// Which key a request used, as the hex of a digest (the per-key namespace of
-/// the session mapping).
+/// Which key a request used: the hex of a digest (the per-key namespace of the session
+/// mapping) and whom its sessions belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyId(pub String);
+pub struct KeyId {
+    /// The digest's hex.
+    pub digest: String,
+    /// The key's principal.
+    pub principal: Principal,
+}
 
 impl KeyGate {
-    /// A gate for `key`, refused when it is too short or unfit for a header.
-    pub fn new(key: &str) -> Result<Self, String> {
-        let chars = key.chars().count();
-        if chars < MIN_KEY_CHARS {
-            return Err(format!(
-                "the API key is {chars} characters; at least {MIN_KEY_CHARS} are needed \
-                 (set TALARIA_API_SERVER_KEY or api_server.key)"
-            ));
-        }
-        if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    /// A gate for each of `keys` (a key and whom its sessions belong to); a key too short or
+    /// unfit for a header, or given twice, is refused, naming whose it is.
+    pub fn with_keys(keys: &[(String, Principal)]) -> Result<Self, String> {
+        if keys.is_empty() {
             return Err(
-                "the API key has whitespace or control characters; it must fit in an HTTP header"
+                "no API key is set (TALARIA_API_SERVER_KEY, api_server.key or \
+                        api_server.keys)"
                     .to_owned(),
             );
         }
-        Ok(Self {
-            digest: Sha256::digest(key.as_bytes()).into(),
-        })
+        let mut checked: Vec<([u8; 32], Principal)> = Vec::new();
+        for (key, principal) in keys {
+            let whose = if principal.is_owner() {
+                "the API key".to_owned()
+            } else {
+                format!("the API key of {principal}")
+            };
+            let chars = key.chars().count();
+            if chars < MIN_KEY_CHARS {
+                return Err(format!(
+                    "{whose} is {chars} characters; at least {MIN_KEY_CHARS} are needed \
+                     (set TALARIA_API_SERVER_KEY, api_server.key or api_server.keys)"
+                ));
+            }
+            if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "{whose} has whitespace or control characters; it must fit in an HTTP header"
+                ));
+            }
+            let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+            if checked.iter().any(|(seen, _)| *seen == digest) {
+                return Err(format!("{whose} is the same as another client's"));
+            }
+            checked.push((digest, principal.clone()));
+        }
+        Ok(Self { keys: checked })
     }
 
-    /// The caller's key from `Authorization: Bearer …`, checked.
+    /// The caller's key from `Authorization: Bearer …`, checked against every key (all of
+    /// them, whichever matches: the time taken says nothing about which).
     pub fn check(&self, headers: &HeaderMap) -> Result<KeyId, ApiError> {
         let given = talaria_http_listener::bearer_token(headers).ok_or_else(|| {
             ApiError::unauthorized("missing API key: send 'Authorization: Bearer <key>'")
         })?;
         let digest: [u8; 32] = Sha256::digest(given.as_bytes()).into();
-        if !same(&digest, &self.digest) {
-            return Err(ApiError::unauthorized("incorrect API key"));
+        let mut principal = None;
+        for (key, owner) in &self.keys {
+            if same(&digest, key) && principal.is_none() {
+                principal = Some(owner.clone());
+            }
         }
+        let principal = principal.ok_or_else(|| ApiError::unauthorized("incorrect API key"))?;
         // A second digest, so the stored id cannot be checked against the gate's.
         let id: [u8; 32] =
             Sha256::digest([b"talaria-api-key:".as_slice(), &digest].concat()).into();
-        Ok(KeyId(hex(&id[..16])))
+        Ok(KeyId {
+            digest: hex(&id[..16]),
+            principal,
+        })
     }
 }
 
@@ -77,6 +109,11 @@ mod tests {
 
     const KEY: &str = "0123456789abcdef";
 
+    /// A gate for one key, the owner's.
+    fn owner_gate(key: &str) -> Result<KeyGate, String> {
+        KeyGate::with_keys(&[(key.to_owned(), Principal::owner())])
+    }
+
     fn headers(auth: Option<&str>) -> HeaderMap {
         let mut map = HeaderMap::new();
         if let Some(auth) = auth {
@@ -87,15 +124,15 @@ mod tests {
 
     #[test]
     fn short_or_unprintable_keys_are_refused() {
-        assert!(KeyGate::new("short").is_err());
-        assert!(KeyGate::new("0123456789abcde").is_err());
-        assert!(KeyGate::new("0123456789 abcdef").is_err());
-        assert!(KeyGate::new(KEY).is_ok());
+        assert!(owner_gate("short").is_err());
+        assert!(owner_gate("0123456789abcde").is_err());
+        assert!(owner_gate("0123456789 abcdef").is_err());
+        assert!(owner_gate(KEY).is_ok());
     }
 
     #[test]
     fn only_the_right_bearer_key_passes() {
-        let gate = KeyGate::new(KEY).unwrap();
+        let gate = owner_gate(KEY).unwrap();
         assert!(
             gate.check(&headers(Some("Bearer 0123456789abcdef")))
                 .is_ok()
@@ -121,7 +158,7 @@ mod tests {
 
     #[test]
     fn the_key_id_is_stable_and_is_not_the_key() {
-        let gate = KeyGate::new(KEY).unwrap();
+        let gate = owner_gate(KEY).unwrap();
         let id = gate
             .check(&headers(Some("Bearer 0123456789abcdef")))
             .unwrap();
@@ -130,8 +167,9 @@ mod tests {
             gate.check(&headers(Some("Bearer 0123456789abcdef")))
                 .unwrap()
         );
-        assert!(!id.0.contains(KEY));
-        assert_ne!(id.0, hex(&Sha256::digest(KEY.as_bytes())[..16]));
+        assert!(!id.digest.contains(KEY));
+        assert_ne!(id.digest, hex(&Sha256::digest(KEY.as_bytes())[..16]));
+        assert!(id.principal.is_owner());
     }
 
     #[test]
@@ -144,5 +182,27 @@ mod tests {
         b = a;
         b[0] ^= 0x80;
         assert!(!same(&a, &b));
+    }
+
+    #[test]
+    fn each_named_key_is_its_own_principal() {
+        let ci = Principal::api_client("ci");
+        let gate = KeyGate::with_keys(&[
+            (KEY.to_owned(), Principal::owner()),
+            ("ci-key-0123456789ab".to_owned(), ci.clone()),
+        ])
+        .unwrap();
+        let owner = gate
+            .check(&headers(Some("Bearer 0123456789abcdef")))
+            .unwrap();
+        let client = gate
+            .check(&headers(Some("Bearer ci-key-0123456789ab")))
+            .unwrap();
+        assert!(owner.principal.is_owner());
+        assert_eq!(client.principal, ci);
+        assert_ne!(owner.digest, client.digest);
+        let twice =
+            KeyGate::with_keys(&[(KEY.to_owned(), Principal::owner()), (KEY.to_owned(), ci)]);
+        assert!(twice.unwrap_err().contains("same as another"));
     }
 }

@@ -56,7 +56,7 @@ impl Text {
 
 /// The chain over `texts`: one hash per text, each covering all before it.
 pub fn chain(key: &KeyId, texts: &[Text]) -> Vec<String> {
-    let mut state: [u8; 32] = Sha256::digest(key.0.as_bytes()).into();
+    let mut state: [u8; 32] = Sha256::digest(key.digest.as_bytes()).into();
     texts
         .iter()
         .map(|text| {
@@ -166,7 +166,7 @@ impl SessionMap {
                 continue;
             }
             let rows: Vec<(String, i64)> = query
-                .query_map(params![key.0, hashes[end - 1]], |row| {
+                .query_map(params![key.digest, hashes[end - 1]], |row| {
                     Ok((row.get(0)?, row.get(1)?))
                 })
                 .and_then(Iterator::collect)
@@ -215,7 +215,7 @@ impl SessionMap {
             for (end, count) in ends {
                 let count = i64::try_from(count).unwrap_or(i64::MAX);
                 insert
-                    .execute(params![key.0, hashes[end - 1], session, count, now])
+                    .execute(params![key.digest, hashes[end - 1], session, count, now])
                     .map_err(|e| self.fail(e))?;
             }
         }
@@ -234,7 +234,7 @@ impl SessionMap {
             .execute(
                 "INSERT OR REPLACE INTO responses (id, key_id, session_id, body, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, key.0, session, body.to_string(), now_ms()],
+                params![id, key.digest, session, body.to_string(), now_ms()],
             )
             .map(drop)
             .map_err(|e| self.fail(e))
@@ -250,7 +250,7 @@ impl SessionMap {
             .open()?
             .query_row(
                 "SELECT session_id, body FROM responses WHERE id = ?1 AND key_id = ?2",
-                params![id, key.0],
+                params![id, key.digest],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()
@@ -266,7 +266,7 @@ impl SessionMap {
         self.open()?
             .execute(
                 "DELETE FROM responses WHERE id = ?1 AND key_id = ?2",
-                params![id, key.0],
+                params![id, key.digest],
             )
             .map(|n| n > 0)
             .map_err(|e| self.fail(e))
@@ -274,7 +274,15 @@ impl SessionMap {
 }
 
 fn open(path: &Path) -> rusqlite::Result<Connection> {
+    // Private before SQLite opens it (its journals then get the same mode), whatever the umask.
+    talaria_profile::home_modes::create_private_file(path).map_err(|e| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("cannot create {}: {e}", path.display())),
+        )
+    })?;
     let connection = Connection::open(path)?;
+    talaria_profile::home_modes::tighten_sqlite_journals(path);
     connection.busy_timeout(std::time::Duration::from_secs(5))?;
     connection.execute_batch(
         "PRAGMA journal_mode = WAL;
@@ -301,7 +309,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn key() -> KeyId {
-        KeyId("k1".into())
+        KeyId {
+            digest: "k1".into(),
+            principal: talaria_kernel::Principal::owner(),
+        }
     }
 
     fn conversation(texts: &[&str]) -> Vec<Message> {
@@ -341,7 +352,13 @@ mod tests {
     #[test]
     fn the_chain_depends_on_the_key_and_every_text_before() {
         let a = chain(&key(), &texts(&["hi", "hello", "more"]));
-        let b = chain(&KeyId("k2".into()), &texts(&["hi", "hello", "more"]));
+        let b = chain(
+            &KeyId {
+                digest: "k2".into(),
+                principal: talaria_kernel::Principal::owner(),
+            },
+            &texts(&["hi", "hello", "more"]),
+        );
         let c = chain(&key(), &texts(&["hey", "hello", "more"]));
         assert_eq!(a.len(), 3);
         assert_ne!(a[0], b[0]);
@@ -383,8 +400,15 @@ mod tests {
         );
         // Another key never sees this key's sessions.
         assert!(matches!(
-            map.place(&KeyId("other".into()), &texts(&["hi", "hello"]), current)
-                .unwrap(),
+            map.place(
+                &KeyId {
+                    digest: "other".into(),
+                    principal: talaria_kernel::Principal::owner(),
+                },
+                &texts(&["hi", "hello"]),
+                current
+            )
+            .unwrap(),
             Placement::Fork { parent: None, .. }
         ));
     }
@@ -447,8 +471,27 @@ mod tests {
             map.response(&key(), "resp_1").unwrap(),
             Some(("s1".into(), body))
         );
-        assert_eq!(map.response(&KeyId("k2".into()), "resp_1").unwrap(), None);
-        assert!(!map.delete_response(&KeyId("k2".into()), "resp_1").unwrap());
+        assert_eq!(
+            map.response(
+                &KeyId {
+                    digest: "k2".into(),
+                    principal: talaria_kernel::Principal::owner(),
+                },
+                "resp_1"
+            )
+            .unwrap(),
+            None
+        );
+        assert!(
+            !map.delete_response(
+                &KeyId {
+                    digest: "k2".into(),
+                    principal: talaria_kernel::Principal::owner(),
+                },
+                "resp_1"
+            )
+            .unwrap()
+        );
         assert!(map.delete_response(&key(), "resp_1").unwrap());
         assert_eq!(map.response(&key(), "resp_1").unwrap(), None);
     }

@@ -60,8 +60,9 @@ pub struct ServeOptions {
     pub cwd: PathBuf,
     /// Where to listen.
     pub addr: SocketAddr,
-    /// The bearer key clients send.
-    pub key: String,
+    /// The bearer keys clients send, each with whom its sessions belong to (the owner's and
+    /// the named clients').
+    pub keys: Vec<(String, talaria_kernel::Principal)>,
     /// Largest request body, in bytes (larger: 413).
     pub max_body_bytes: usize,
     /// Most runs at once (more: 429).
@@ -93,7 +94,7 @@ pub fn router(options: &ServeOptions) -> Result<Router, ServeError> {
 }
 
 fn state(options: &ServeOptions) -> Result<Shared, ServeError> {
-    let gate = auth::KeyGate::new(&options.key).map_err(ServeError::Config)?;
+    let gate = auth::KeyGate::with_keys(&options.keys).map_err(ServeError::Config)?;
     if options.max_concurrent_runs == 0 {
         return Err(ServeError::Config(
             "api_server.max_concurrent_runs must be at least 1".into(),

@@ -220,7 +220,7 @@ pub async fn start(
         let history = conversation.history.clone();
         tokio::task::spawn_blocking(move || {
             let target = target(&state, &key, named, &history)?;
-            state.runner.prepare(target)
+            state.runner.prepare(target, &key.principal)
         })
         .await
         .map_err(|e| ApiError::server(format!("the request's setup failed: {e}")))??

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_approval::DenyAll;
-use talaria_kernel::{AgentEvent, CancellationToken, EventSink, Exit, Message, StreamEvent, Usage};
+use talaria_kernel::{
+    AgentEvent, CancellationToken, EventSink, Exit, Message, Principal, StreamEvent, Usage,
+};
 use talaria_profile::config::{ApprovalMode, BackendKind};
 use talaria_profile::{Overrides, ProfileHome, Settings, SettingsError};
 use talaria_store::{NewSession, SessionDb};
@@ -193,14 +195,15 @@ impl Runner {
         })
     }
 
-    /// Finds or makes the request's session and claims it (blocking: SQLite).
-    pub fn prepare(&self, target: Target) -> Result<Prepared, ApiError> {
+    /// Finds or makes the request's session for `principal` and claims it (blocking:
+    /// SQLite).
+    pub fn prepare(&self, target: Target, principal: &Principal) -> Result<Prepared, ApiError> {
         let settings = self.settings()?;
         let db = self.db()?;
         let placement = match target {
             Target::Named(prefix) => {
                 let id = db
-                    .resolve_id(&prefix)
+                    .resolve_id(&prefix, principal)
                     .map_err(|e| ApiError::not_found(format!("session {prefix}: {e}")))?;
                 let guard = self.claim(&id)?;
                 return Ok(Prepared {
@@ -250,6 +253,7 @@ impl Runner {
             model: settings.primary.model.clone(),
             cwd: Some(self.cwd.display().to_string()),
             parent_session_id: parent,
+            principal: principal.clone(),
         })
         .map_err(|e| ApiError::server(format!("cannot create a session: {e}")))?;
         if !messages.is_empty() {
@@ -327,6 +331,7 @@ impl Runner {
             clarifier: None,
             browsers: None,
             chat_user: None,
+            principal: request.key.principal.clone(),
         };
         let mut agent = Agent::build(&settings, &self.home, options)
             .await

@@ -20,7 +20,7 @@ fn options(home: &tempfile::TempDir) -> ServeOptions {
         overrides: Overrides::default(),
         cwd: home.path().to_path_buf(),
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        key: KEY.to_owned(),
+        keys: vec![(KEY.to_owned(), talaria_kernel::Principal::owner())],
         max_body_bytes: 1024,
         max_concurrent_runs: 2,
         cors_origins: Vec::new(),
@@ -61,7 +61,7 @@ const CHAT: &str = r#"{"model":"talaria","messages":[{"role":"user","content":"h
 fn the_server_refuses_a_short_key_or_no_run_slots() {
     let home = tempfile::tempdir().unwrap();
     let short = ServeOptions {
-        key: "short".into(),
+        keys: vec![("short".into(), talaria_kernel::Principal::owner())],
         ..options(&home)
     };
     assert!(matches!(router(&short), Err(ServeError::Config(m)) if m.contains("at least 16")));

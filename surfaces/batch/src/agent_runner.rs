@@ -98,6 +98,7 @@ impl AgentItemRunner {
             clarifier: None,
             browsers: None,
             chat_user: None,
+            principal: talaria_agent::Principal::owner(),
         };
         let mut agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

@@ -57,6 +57,7 @@ pub(crate) async fn terminal_session(home: &ProfileHome) -> Result<Agent, String
         clarifier: None,
         browsers: None,
         chat_user: None,
+        principal: talaria_agent::Principal::owner(),
     };
     Agent::build(&settings, home, options)
         .await

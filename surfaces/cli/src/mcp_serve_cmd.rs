@@ -44,6 +44,11 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
                 Ok(key) => key,
                 Err(error) => return usage_error(&error.to_string()),
             };
+            // Named clients (`mcp_serve.keys`): each key its own principal.
+            let client_keys = match client_keys(home) {
+                Ok(keys) => keys,
+                Err(error) => return usage_error(&error),
+            };
             let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
             let http = HttpOptions {
                 allow_remote: args.allow_remote,
@@ -53,6 +58,7 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
                 idle_timeout: Duration::from_secs(args.idle_timeout),
                 max_body_bytes: as_usize(args.max_body),
                 read_timeout: Duration::from_secs(args.read_timeout),
+                client_keys,
                 ..HttpOptions::new(addr, key)
             };
             let shutdown = CancellationToken::new();
@@ -68,4 +74,19 @@ pub async fn run(args: McpServeArgs, home: &ProfileHome) -> Status {
             Status::Failed
         }
     }
+}
+
+/// The named clients' keys of `mcp_serve.keys`, each with its principal.
+fn client_keys(home: &ProfileHome) -> Result<Vec<(String, talaria_agent::Principal)>, String> {
+    let (env, config) = talaria_profile::load_profile(home)
+        .map_err(|e| talaria_redact::redact(&e.to_string()).into_owned())?;
+    let named = talaria_profile::servers_config::named_keys(
+        &config.mcp_serve.keys,
+        "mcp_serve.keys",
+        &env,
+    )?;
+    Ok(named
+        .into_iter()
+        .map(|(name, key)| (key, talaria_agent::Principal::mcp_client(&name)))
+        .collect())
 }

@@ -127,6 +127,7 @@ pub async fn run(args: RunArgs, home: ProfileHome) -> Status {
         clarifier,
         browsers: None,
         chat_user: None,
+        principal: talaria_agent::Principal::owner(),
     };
     if let Some((view, skins)) = screen {
         return chat(view, skins, settings, home, cwd, args, options).await;
@@ -275,11 +276,14 @@ fn session_to_resume(
     let db = crate::sessions_cmd::open(home)?;
     if let Some(prefix) = &args.resume {
         return db
-            .resolve_id(prefix)
+            .resolve_id(prefix, &talaria_agent::Principal::owner())
             .map(Some)
             .map_err(|e| usage_error(&e.to_string()));
     }
-    match db.latest(&cwd.display().to_string()) {
+    match db.latest(
+        &cwd.display().to_string(),
+        &talaria_agent::Principal::owner(),
+    ) {
         Ok(Some(latest)) => Ok(Some(latest.id)),
         Ok(None) => Err(usage_error(&format!(
             "no earlier session in {} to continue (see `talaria session list`)",

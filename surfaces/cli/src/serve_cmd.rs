@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use talaria_agent::Principal;
 use talaria_api_server::{KEY_ENV, ServeError, ServeOptions};
 use talaria_profile::config::BackendKind;
 use talaria_profile::{ProfileHome, Settings};
@@ -33,21 +34,39 @@ pub async fn run(args: ServeArgs, home: &ProfileHome) -> Status {
             talaria_redact::redact(&problem.to_string())
         );
     }
-    // The environment (or the profile's .env) wins over config.yaml.
-    let key = match env.get(KEY_ENV) {
-        Some(key) if !key.trim().is_empty() => key.trim().to_owned(),
-        _ => match api.key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
-            Some(key) => key.to_owned(),
-            None => {
-                return usage_error(&format!(
-                    "talaria serve needs an API key: set {KEY_ENV} (or api_server.key in \
-                     config.yaml) to a secret of at least {} characters; clients send it as \
-                     'Authorization: Bearer <key>'",
-                    talaria_api_server::MIN_KEY_CHARS
-                ));
-            }
-        },
+    // The owner's key: the environment (or the profile's .env) wins over config.yaml.
+    let owner_key = match env.get(KEY_ENV) {
+        Some(key) if !key.trim().is_empty() => Some(key.trim().to_owned()),
+        _ => api
+            .key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned),
     };
+    // Each named client's key is its own principal: its sessions are its own.
+    let clients =
+        match talaria_profile::servers_config::named_keys(&api.keys, "api_server.keys", &env) {
+            Ok(clients) => clients,
+            Err(error) => return usage_error(&error),
+        };
+    let keys: Vec<(String, Principal)> = owner_key
+        .map(|key| (key, Principal::owner()))
+        .into_iter()
+        .chain(
+            clients
+                .into_iter()
+                .map(|(name, key)| (key, Principal::api_client(&name))),
+        )
+        .collect();
+    if keys.is_empty() {
+        return usage_error(&format!(
+            "talaria serve needs an API key: set {KEY_ENV} (or api_server.key in config.yaml, \
+             or clients' keys in api_server.keys) to a secret of at least {} characters; \
+             clients send it as 'Authorization: Bearer <key>'",
+            talaria_api_server::MIN_KEY_CHARS
+        ));
+    }
     let host = match args.host {
         Some(host) => host,
         None => match api.host.trim().parse() {
@@ -75,7 +94,7 @@ pub async fn run(args: ServeArgs, home: &ProfileHome) -> Status {
         overrides,
         cwd,
         addr,
-        key,
+        keys,
         max_body_bytes: as_usize(api.max_body_bytes),
         max_concurrent_runs: as_usize(u64::from(api.max_concurrent_runs)),
         cors_origins: api.cors_origins,

@@ -25,7 +25,17 @@ pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
         Ok(db) => db,
         Err(status) => return status,
     };
-    let resolve = |id: &str| db.resolve_id(id).map_err(|e| usage_error(&e.to_string()));
+    // The profile's own command line is the owner's: it sees every session.
+    let owner = talaria_agent::Principal::owner();
+    let resolve = |id: &str| {
+        db.resolve_id(id, &owner).map_err(|e| match e {
+            // The owner may see which sessions a short id matches.
+            talaria_store::StoreError::Ambiguous { ref candidates, .. } => {
+                usage_error(&format!("{e}: {}", candidates.join(", ")))
+            }
+            other => usage_error(&other.to_string()),
+        })
+    };
     match command {
         SessionCommand::List { limit, here } => {
             let cwd = here
@@ -93,7 +103,7 @@ pub fn run(command: SessionCommand, home: &ProfileHome) -> Status {
                 (Err(error), _) | (_, Err(error)) => usage_error(&error.to_string()),
             }
         }
-        SessionCommand::Search { query, limit } => match db.search(&query, limit) {
+        SessionCommand::Search { query, limit } => match db.search(&query, limit, &owner) {
             Ok(hits) => {
                 if hits.is_empty() {
                     eprintln!("No matches.");

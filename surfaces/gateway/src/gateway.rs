@@ -165,6 +165,8 @@ struct Asking {
     clarify: String,
     /// The platform's id of that user (the memory provider's scope).
     user_id: String,
+    /// Whom the conversation's sessions belong to.
+    principal: talaria_kernel::Principal,
 }
 
 impl<R: TurnRunner> Gateway<R> {
@@ -230,6 +232,11 @@ impl<R: TurnRunner> Gateway<R> {
             clarify: clarify_key(&approvals_chat, &message.sender.id),
             approvals: approvals_chat,
             user_id: message.sender.id.clone(),
+            principal: crate::router::principal_for(
+                platform,
+                &message,
+                inner.settings.config.group_sessions,
+            ),
         };
         if command(text).is_none()
             && !text.is_empty()
@@ -386,7 +393,11 @@ impl<R: TurnRunner> Gateway<R> {
                     let Some(held) = ticket.acquire().await else {
                         return;
                     };
-                    let reply = gateway.inner.runner.run_command(&session_id, &line).await;
+                    let reply = gateway
+                        .inner
+                        .runner
+                        .run_command(&session_id, &asking.principal, &line)
+                        .await;
                     drop(held);
                     gateway.command_reply(key, reply, to, asking).await;
                 });
@@ -520,6 +531,7 @@ impl<R: TurnRunner> Gateway<R> {
                     thread: job.to.thread.clone(),
                 },
                 user_id: Some(job.asking.user_id.clone()),
+                principal: job.asking.principal.clone(),
             });
             let result = tokio::select! {
                 // The answer first: a renewal due at the same moment is not needed.

@@ -130,6 +130,8 @@ pub struct Turn {
     pub chat: ChatAddress,
     /// The platform's id of the person whose message started the turn.
     pub user_id: Option<String>,
+    /// Whom the session belongs to (the sender, or the group).
+    pub principal: talaria_kernel::Principal,
 }
 
 impl std::fmt::Debug for Turn {
@@ -186,6 +188,12 @@ pub struct CommandReply {
 pub trait TurnRunner: Send + Sync + 'static {
     /// Runs one user turn.
     async fn run_turn(&self, turn: Turn) -> TurnResult;
-    /// Runs a slash command from the command registry in `session_id`.
-    async fn run_command(&self, session_id: &str, line: &str) -> CommandReply;
+    /// Runs a slash command from the command registry in `session_id`, for `principal`
+    /// (what it may list or resume).
+    async fn run_command(
+        &self,
+        session_id: &str,
+        principal: &talaria_kernel::Principal,
+        line: &str,
+    ) -> CommandReply;
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
+use talaria_kernel::Principal;
 use talaria_profile::GroupSessions;
 
 use crate::ports::{ChatKind, InboundMessage};
@@ -40,6 +41,23 @@ impl SessionKey {
     /// The key as stored.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Whom the sessions of `message`'s conversation belong to: in a direct message the sender;
+/// in a group the group (or thread), unless each member has sessions of their own there.
+/// What a chat may find of other sessions (`/sessions`, `/resume`, `session_search`) and
+/// whose memory it uses follow from it.
+pub fn principal_for(
+    platform: &str,
+    message: &InboundMessage,
+    group_sessions: GroupSessions,
+) -> Principal {
+    let chat = &message.chat;
+    if chat.kind == ChatKind::Dm || group_sessions == GroupSessions::PerUser {
+        Principal::chat_user(platform, &message.sender.id)
+    } else {
+        Principal::chat_group(platform, &chat.id, chat.thread.as_deref())
     }
 }
 
@@ -168,7 +186,15 @@ impl Router {
 }
 
 fn open(path: &Path) -> Result<Connection, rusqlite::Error> {
+    // Private before SQLite opens it (its journals then get the same mode), whatever the umask.
+    talaria_profile::home_modes::create_private_file(path).map_err(|e| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("cannot create {}: {e}", path.display())),
+        )
+    })?;
     let connection = Connection::open(path)?;
+    talaria_profile::home_modes::tighten_sqlite_journals(path);
     connection.busy_timeout(std::time::Duration::from_secs(5))?;
     connection.execute_batch(
         "CREATE TABLE IF NOT EXISTS sessions (

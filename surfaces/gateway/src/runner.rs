@@ -16,7 +16,7 @@ use talaria_agent::{
 };
 use talaria_approval::{Approver, DenyAll};
 use talaria_commands::{Context, Effect, Pending, Registry, Surfaces};
-use talaria_kernel::{Exit, ImageRef, NoEvents};
+use talaria_kernel::{Exit, ImageRef, NoEvents, Principal};
 use talaria_profile::{Overrides, ProfileHome, Settings};
 use talaria_store::{NewSession, SessionDb};
 
@@ -78,8 +78,15 @@ impl AgentRunner {
         Ok(settings)
     }
 
-    /// Creates the session the router named, the first time it is used.
-    fn ensure_session(&self, settings: &Settings, id: &str, source: &str) -> Result<(), String> {
+    /// Creates the session the router named for `principal`, the first time it is used; a
+    /// session the gateway started for this chat before sessions had principals becomes its.
+    fn ensure_session(
+        &self,
+        settings: &Settings,
+        id: &str,
+        source: &str,
+        principal: &Principal,
+    ) -> Result<(), String> {
         let db = SessionDb::open(self.home.session_db())
             .map_err(|e| format!("the session database: {e}"))?;
         if db
@@ -87,6 +94,10 @@ impl AgentRunner {
             .map_err(|e| format!("session {id}: {e}"))?
             .is_some()
         {
+            if !principal.is_owner() {
+                db.claim_legacy_chat_session(id, principal)
+                    .map_err(|e| format!("session {id}: {e}"))?;
+            }
             return Ok(());
         }
         db.create_session(&NewSession {
@@ -96,6 +107,7 @@ impl AgentRunner {
             model: settings.primary.model.clone(),
             cwd: Some(self.cwd.display().to_string()),
             parent_session_id: None,
+            principal: principal.clone(),
         })
         .map_err(|e| format!("cannot create session {id}: {e}"))
     }
@@ -106,12 +118,14 @@ impl AgentRunner {
         session_id: &str,
         source: &str,
         approver: Arc<dyn Approver>,
+        principal: Principal,
     ) -> Result<Agent, String> {
         let attendance = Attendance {
             approver,
             messenger: self.messenger.clone(),
             clarifier: None,
             chat_user: None,
+            principal,
         };
         self.agent_on(Surface::Gateway, settings, session_id, source, attendance)
             .await
@@ -125,7 +139,7 @@ impl AgentRunner {
         source: &str,
         attendance: Attendance,
     ) -> Result<Agent, String> {
-        self.ensure_session(settings, session_id, source)?;
+        self.ensure_session(settings, session_id, source, &attendance.principal)?;
         let options = AgentOptions {
             surface,
             cwd: self.cwd.clone(),
@@ -137,6 +151,7 @@ impl AgentRunner {
             // A chat goes on over many messages; a webhook or a job is one run.
             browsers: (surface == Surface::Gateway).then(|| self.browsers.clone()),
             chat_user: attendance.chat_user,
+            principal: attendance.principal,
         };
         let agent = Agent::build(settings, &self.home, options)
             .await
@@ -202,6 +217,7 @@ impl AgentRunner {
                         platform: turn.chat.platform.clone(),
                         user_id,
                     }),
+                    principal: turn.principal.clone(),
                 },
             )
             .await
@@ -221,8 +237,16 @@ impl AgentRunner {
     /// read-only tools, nobody to approve anything.
     async fn webhook(&self, job: &WebhookJob, cancel: &CancellationToken) -> TurnResult {
         let source = format!("{}:{}", Surface::Webhook.name(), job.route);
-        self.unattended(Surface::Webhook, &source, &job.prompt, None, cancel)
-            .await
+        let principal = Principal::webhook(&job.route);
+        self.unattended(
+            Surface::Webhook,
+            &source,
+            principal,
+            &job.prompt,
+            None,
+            cancel,
+        )
+        .await
     }
 
     /// A scheduled job's run: a fresh session of its own (`cron:<id>`), the
@@ -236,9 +260,11 @@ impl AgentRunner {
                 job.skills.join(", ")
             );
         }
+        // Jobs are the owner's.
         self.unattended(
             Surface::Cron,
             &source,
+            Principal::owner(),
             &prompt,
             job.model.as_deref(),
             cancel,
@@ -252,6 +278,7 @@ impl AgentRunner {
         &self,
         surface: Surface,
         source: &str,
+        principal: Principal,
         prompt: &str,
         model: Option<&str>,
         cancel: &CancellationToken,
@@ -281,6 +308,7 @@ impl AgentRunner {
                     // Nobody attends: no questions.
                     clarifier: None,
                     chat_user: None,
+                    principal,
                 },
             )
             .await
@@ -291,7 +319,7 @@ impl AgentRunner {
         run_to_result(agent, prompt, Vec::new(), cancel).await
     }
 
-    async fn command(&self, session_id: &str, line: &str) -> CommandReply {
+    async fn command(&self, session_id: &str, principal: &Principal, line: &str) -> CommandReply {
         let settings = match self.settings() {
             Ok(settings) => settings,
             Err(message) => return CommandReply::text(message),
@@ -302,6 +330,7 @@ impl AgentRunner {
                 session_id,
                 Surface::Gateway.name(),
                 Arc::new(DenyAll),
+                principal.clone(),
             )
             .await
         {
@@ -353,6 +382,8 @@ struct Attendance {
     clarifier: Option<Arc<dyn Clarifier>>,
     /// The person talking, where a chat user started the turn.
     chat_user: Option<talaria_agent::ChatUser>,
+    /// Whom the session belongs to.
+    principal: Principal,
 }
 
 /// The chat's question-and-answer as the agent's [`Clarifier`].
@@ -454,10 +485,16 @@ impl TurnRunner for AgentRunner {
             })
     }
 
-    async fn run_command(&self, session_id: &str, line: &str) -> CommandReply {
+    async fn run_command(
+        &self,
+        session_id: &str,
+        principal: &Principal,
+        line: &str,
+    ) -> CommandReply {
         let runner = self.clone();
         let (session_id, line) = (session_id.to_owned(), line.to_owned());
-        off_thread(move || async move { runner.command(&session_id, &line).await })
+        let principal = principal.clone();
+        off_thread(move || async move { runner.command(&session_id, &principal, &line).await })
             .await
             .unwrap_or_else(CommandReply::text)
     }
@@ -543,14 +580,19 @@ mod tests {
     #[tokio::test]
     async fn registry_commands_run_in_the_chats_session_and_report_their_effects() {
         let (dir, runner) = runner(CONFIGURED);
-        let help = runner.run_command("1800000000_abcdef", "/help").await;
+        let owner = Principal::owner();
+        let help = runner
+            .run_command("1800000000_abcdef", &owner, "/help")
+            .await;
         assert!(help.text.contains("/new"), "{}", help.text);
         assert!(
             !help.text.contains("/skin"),
             "terminal-only commands stay out"
         );
         assert_eq!(help.effect, CommandEffect::None);
-        let new = runner.run_command("1800000000_abcdef", "/new").await;
+        let new = runner
+            .run_command("1800000000_abcdef", &owner, "/new")
+            .await;
         assert_eq!(new.effect, CommandEffect::NewSession);
         let db = SessionDb::open(ProfileHome::at(dir.path()).session_db()).unwrap();
         let session = db.session("1800000000_abcdef").unwrap().unwrap();
@@ -572,6 +614,7 @@ mod tests {
                 platform: fallback_capabilities("irc"),
                 chat: ChatAddress::parse("irc:ann").unwrap(),
                 user_id: None,
+                principal: Principal::chat_user("irc", "ann"),
             })
             .await;
         assert_eq!(result.session_id, "1800000000_abcdef");

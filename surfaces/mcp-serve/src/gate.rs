@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
+use talaria_kernel::Principal;
 
 /// Shortest bearer key accepted.
 pub const MIN_KEY_CHARS: usize = 16;
@@ -25,7 +26,8 @@ pub enum Refusal {
 /// The checks, prepared once.
 #[derive(Debug)]
 pub struct Gate {
-    key_digest: [u8; 32],
+    /// Each key's digest and whom its requests belong to.
+    keys: Vec<([u8; 32], Principal)>,
     hosts: HashSet<String>,
     origins: HashSet<String>,
 }
@@ -33,9 +35,11 @@ pub struct Gate {
 impl Gate {
     /// Accepts `Host` values naming a loopback address with the server's port,
     /// plus `extra_hosts` (a name alone also matches with the port); `Origin`
-    /// values `http(s)://` one of those, plus `extra_origins`.
+    /// values `http(s)://` one of those, plus `extra_origins`. `key` is the owner's;
+    /// `clients` the named clients' keys with their principals.
     pub fn new(
         key: &str,
+        clients: &[(String, Principal)],
         addr: SocketAddr,
         extra_hosts: &[String],
         extra_origins: &[String],
@@ -59,16 +63,20 @@ impl Gate {
                 .iter()
                 .map(|origin| origin.trim().trim_end_matches('/').to_ascii_lowercase()),
         );
+        let keys = std::iter::once((key, Principal::owner()))
+            .chain(clients.iter().map(|(key, who)| (key.as_str(), who.clone())))
+            .map(|(key, who)| (Sha256::digest(key.as_bytes()).into(), who))
+            .collect();
         Self {
-            key_digest: Sha256::digest(key.as_bytes()).into(),
+            keys,
             hosts,
             origins,
         }
     }
 
     /// Host and Origin first (a rebinding page learns nothing about the key),
-    /// then the key.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    /// then the key; whom the request belongs to when it passes.
+    pub fn check(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
         let host = headers
             .get(http::header::HOST)
             .and_then(|value| value.to_str().ok())
@@ -98,21 +106,26 @@ impl Gate {
                 "missing bearer key: send 'Authorization: Bearer <key>'",
             ));
         };
-        if !self.key_matches(given) {
-            return Err(Refusal::Unauthorized("wrong bearer key"));
-        }
-        Ok(())
+        self.principal_of(given)
+            .ok_or(Refusal::Unauthorized("wrong bearer key"))
     }
 
-    /// Compares digests byte by byte without stopping early, so the time taken
-    /// says nothing about how much of the key was right (or its length).
-    fn key_matches(&self, given: &str) -> bool {
+    /// Whose key `given` is. Every key is compared, byte by byte without stopping early, so
+    /// the time taken says nothing about which key, or how much of one, was right.
+    fn principal_of(&self, given: &str) -> Option<Principal> {
         let digest: [u8; 32] = Sha256::digest(given.as_bytes()).into();
-        digest
-            .iter()
-            .zip(self.key_digest.iter())
-            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
-            == 0
+        let mut found = None;
+        for (key, who) in &self.keys {
+            let same = digest
+                .iter()
+                .zip(key.iter())
+                .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+                == 0;
+            if same && found.is_none() {
+                found = Some(who.clone());
+            }
+        }
+        found
     }
 }
 
@@ -153,6 +166,10 @@ mod tests {
     fn gate() -> Gate {
         Gate::new(
             "0123456789abcdef",
+            &[(
+                "client-key-0123456789".to_owned(),
+                Principal::mcp_client("ci"),
+            )],
             SocketAddr::from(([127, 0, 0, 1], 8123)),
             &["agent.lan".to_owned()],
             &["https://app.example/".to_owned()],
@@ -181,23 +198,23 @@ mod tests {
         ] {
             assert_eq!(
                 gate().check(&headers(&[("host", host), AUTH])),
-                Ok(()),
+                Ok(Principal::owner()),
                 "{host}"
             );
         }
         assert_eq!(
             gate().check(&headers(&[("host", "agent.lan"), AUTH])),
-            Ok(())
+            Ok(Principal::owner())
         );
         let origin = ("origin", "http://localhost:8123");
         assert_eq!(
             gate().check(&headers(&[("host", "localhost:8123"), origin, AUTH])),
-            Ok(())
+            Ok(Principal::owner())
         );
         let extra = ("origin", "https://app.example");
         assert_eq!(
             gate().check(&headers(&[("host", "localhost:8123"), extra, AUTH])),
-            Ok(())
+            Ok(Principal::owner())
         );
     }
 
@@ -250,7 +267,17 @@ mod tests {
                 host,
                 ("authorization", "bearer 0123456789abcdef")
             ])),
-            Ok(())
+            Ok(Principal::owner())
+        );
+    }
+
+    #[test]
+    fn a_named_clients_key_is_its_own_principal() {
+        let host = ("host", "localhost:8123");
+        let client = ("authorization", "Bearer client-key-0123456789");
+        assert_eq!(
+            gate().check(&headers(&[host, client])),
+            Ok(Principal::mcp_client("ci"))
         );
     }
 }

@@ -12,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use talaria_kernel::Principal;
 use tokio::sync::mpsc;
 
 use crate::runner::{RunError, Runner, Step};
@@ -45,11 +46,36 @@ pub struct Shared {
 #[derive(Debug, Clone)]
 pub struct TalariaServer {
     shared: Arc<Shared>,
+    /// Whom requests belong to when the transport names nobody: the owner over stdio (the
+    /// local user started it); `None` over HTTP, where the gate names each request's.
+    fallback: Option<Principal>,
 }
 
 impl TalariaServer {
-    pub fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
+    /// Over stdio: every request is the owner's.
+    pub fn for_stdio(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            fallback: Some(Principal::owner()),
+        }
+    }
+
+    /// Over HTTP: each request is the principal of the key it came with.
+    pub fn for_http(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            fallback: None,
+        }
+    }
+
+    /// Whom this request belongs to: the principal the HTTP gate put on it, else the
+    /// transport's.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>().cloned())
+            .or_else(|| self.fallback.clone())
     }
 
     async fn run_prompt(
@@ -77,7 +103,13 @@ impl TalariaServer {
                 }
             }
         };
-        let run = self.shared.runner.run(&args, context.ct.clone(), steps);
+        let Some(principal) = self.principal(&context) else {
+            return failure("this request names no client; it cannot run");
+        };
+        let run = self
+            .shared
+            .runner
+            .run(&args, context.ct.clone(), steps, principal);
         let (outcome, ()) = tokio::join!(run, forward);
         match outcome {
             Ok(done) => {
@@ -107,14 +139,19 @@ impl TalariaServer {
         tool: &'static str,
         arguments: Option<JsonObject>,
         known: &'static [&'static str],
-        read: fn(&Sessions, &Arguments<'static>) -> Result<Value, SessionsError>,
+        read: SessionsRead,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let args = match Arguments::new(tool, arguments, known) {
             Ok(args) => args,
             Err(error) => return failure(&error.to_string()),
         };
+        let Some(viewer) = self.principal(context) else {
+            return failure("this request names no client; it cannot read sessions");
+        };
         let shared = self.shared.clone();
-        let outcome = tokio::task::spawn_blocking(move || read(&shared.sessions, &args)).await;
+        let outcome =
+            tokio::task::spawn_blocking(move || read(&shared.sessions, &args, &viewer)).await;
         match outcome {
             Ok(Ok(value)) => structured(value),
             Ok(Err(error)) => failure(&format!("{tool}: {error}")),
@@ -122,6 +159,9 @@ impl TalariaServer {
         }
     }
 }
+
+/// A sessions tool's read, as the request's principal.
+type SessionsRead = fn(&Sessions, &Arguments<'static>, &Principal) -> Result<Value, SessionsError>;
 
 /// A result the client's model can read: the JSON as text, and as `structuredContent`.
 fn structured(value: Value) -> CallToolResult {
@@ -164,13 +204,14 @@ impl ServerHandler for TalariaServer {
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments;
         let result = match request.name.as_ref() {
-            RUN_PROMPT => self.run_prompt(arguments, context).await,
+            RUN_PROMPT => self.run_prompt(arguments, context.clone()).await,
             LIST_SESSIONS => {
                 self.sessions_tool(
                     LIST_SESSIONS,
                     arguments,
                     &["limit", "offset"],
                     Sessions::list,
+                    &context,
                 )
                 .await
             }
@@ -180,6 +221,7 @@ impl ServerHandler for TalariaServer {
                     arguments,
                     &["query", "limit"],
                     Sessions::search,
+                    &context,
                 )
                 .await
             }
@@ -189,6 +231,7 @@ impl ServerHandler for TalariaServer {
                     arguments,
                     &["session_id", "offset", "limit"],
                     Sessions::read,
+                    &context,
                 )
                 .await
             }

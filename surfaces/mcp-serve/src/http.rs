@@ -39,8 +39,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub struct HttpOptions {
     /// Where to listen.
     pub addr: SocketAddr,
-    /// The bearer key clients must send (checked by [`crate::key_from_env`]).
+    /// The owner's bearer key (checked by [`crate::key_from_env`]).
     pub key: String,
+    /// The named clients' keys, each with whom its sessions belong to (`mcp_serve.keys`).
+    pub client_keys: Vec<(String, talaria_kernel::Principal)>,
     /// Whether a non-loopback `addr` is allowed.
     pub allow_remote: bool,
     /// More `Host` names to answer to (`name` or `name:port`).
@@ -65,6 +67,7 @@ impl HttpOptions {
         Self {
             addr,
             key,
+            client_keys: Vec::new(),
             allow_remote: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -172,7 +175,7 @@ impl Front {
         Ok(self.serve(request).await)
     }
 
-    async fn serve(&self, request: Request<Incoming>) -> Reply {
+    async fn serve(&self, mut request: Request<Incoming>) -> Reply {
         if request.uri().path() != "/mcp" {
             return rpc_error(
                 StatusCode::NOT_FOUND,
@@ -181,7 +184,13 @@ impl Front {
                 Value::Null,
             );
         }
-        if let Err(refusal) = self.gate.check(request.headers()) {
+        let principal = self.gate.check(request.headers());
+        if let Ok(principal) = &principal {
+            // The handler reads whom the request belongs to from here (rmcp passes the
+            // request's parts on).
+            request.extensions_mut().insert(principal.clone());
+        }
+        if let Err(refusal) = principal {
             eprintln!("talaria mcp serve: refused a request: {refusal}");
             let mut reply = match &refusal {
                 Refusal::Unauthorized(_) => rpc_error(
@@ -404,11 +413,12 @@ pub async fn serve(
         .with_cancellation_token(shutdown.child_token());
     let factory = {
         let shared = shared.clone();
-        move || Ok(TalariaServer::new(shared.clone()))
+        move || Ok(TalariaServer::for_http(shared.clone()))
     };
     let front = Arc::new(Front {
         gate: Gate::new(
             &options.key,
+            &options.client_keys,
             addr,
             &options.allowed_hosts,
             &options.allowed_origins,

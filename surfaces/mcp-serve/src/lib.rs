@@ -75,7 +75,7 @@ pub fn key_from_env(name: &str) -> Result<String, ServeError> {
 /// Serves one client over stdin/stdout until it closes stdin. Nothing but
 /// protocol frames reaches stdout; logs and notices go to stderr.
 pub async fn serve_stdio(options: ServeOptions) -> Result<(), ServeError> {
-    stdio::serve(TalariaServer::new(shared(options))).await
+    stdio::serve(TalariaServer::for_stdio(shared(options))).await
 }
 
 /// Serves streamable HTTP at `http://ADDR/mcp` until `shutdown` is cancelled.

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use talaria_agent::{Agent, AgentOptions, Surface};
 use talaria_approval::DenyAll;
+use talaria_kernel::Principal;
 use talaria_kernel::{AgentEvent, CancellationToken, EventSink, Exit};
 use talaria_profile::config::ApprovalMode;
 use talaria_profile::{Overrides, ProfileHome, Settings, SettingsError};
@@ -170,11 +171,11 @@ impl Runner {
         Ok(path)
     }
 
-    /// The full id of the session `prefix` names.
-    fn resolve(&self, prefix: &str) -> Result<String, RunError> {
+    /// The full id of the session `prefix` names, among `principal`'s.
+    fn resolve(&self, prefix: &str, principal: &Principal) -> Result<String, RunError> {
         let db = SessionDb::open(self.home.session_db())
             .map_err(|e| RunError::Session(format!("cannot continue a session: {e}")))?;
-        db.resolve_id(prefix)
+        db.resolve_id(prefix, principal)
             .map_err(|e| RunError::Session(format!("cannot continue: {e}")))
     }
 
@@ -199,6 +200,7 @@ impl Runner {
         args: &Arguments<'_>,
         cancel: CancellationToken,
         progress: mpsc::UnboundedSender<Step>,
+        principal: Principal,
     ) -> Result<RunResult, RunError> {
         let prompt = args.required_string("prompt")?;
         if prompt.len() > MAX_PROMPT_BYTES {
@@ -212,13 +214,25 @@ impl Runner {
         let settings = self.settings()?;
         let resume = args
             .string("session_id")?
-            .map(|prefix| self.resolve(&prefix))
+            .map(|prefix| self.resolve(&prefix, &principal))
             .transpose()?;
         let _guard = resume.as_deref().map(|id| self.claim(id)).transpose()?;
 
         // The agent runs on a thread of its own with its own runtime: building
         // it does blocking work (plugins, SQLite) that must not stall the
         // server's connections, and its futures need not be `Send`.
+        let options = AgentOptions {
+            surface: Surface::McpServer,
+            cwd,
+            approver: Arc::new(DenyAll),
+            resume,
+            editor: None,
+            messenger: None,
+            clarifier: None,
+            browsers: None,
+            chat_user: None,
+            principal,
+        };
         let (done, result) = oneshot::channel();
         let home = self.home.clone();
         let thread = std::thread::Builder::new()
@@ -229,9 +243,8 @@ impl Runner {
                     .build()
                     .map_err(|e| RunError::Crashed(format!("cannot start a runtime: {e}")))
                     .and_then(|runtime| {
-                        runtime.block_on(run_agent(
-                            settings, home, cwd, resume, prompt, cancel, progress,
-                        ))
+                        runtime
+                            .block_on(run_agent(settings, home, options, prompt, cancel, progress))
                     });
                 let _ = done.send(outcome);
             });
@@ -247,23 +260,11 @@ impl Runner {
 async fn run_agent(
     settings: Settings,
     home: ProfileHome,
-    cwd: PathBuf,
-    resume: Option<String>,
+    options: AgentOptions,
     prompt: String,
     cancel: CancellationToken,
     progress: mpsc::UnboundedSender<Step>,
 ) -> Result<RunResult, RunError> {
-    let options = AgentOptions {
-        surface: Surface::McpServer,
-        cwd,
-        approver: Arc::new(DenyAll),
-        resume,
-        editor: None,
-        messenger: None,
-        clarifier: None,
-        browsers: None,
-        chat_user: None,
-    };
     let mut agent = Agent::build(&settings, &home, options)
         .await
         .map_err(|e| RunError::Build(redact(&e.to_string())))?;

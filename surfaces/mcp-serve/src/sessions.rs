@@ -2,7 +2,7 @@
 //! database, read through talaria-store's own queries.
 
 use serde_json::{Value, json};
-use talaria_kernel::Message;
+use talaria_kernel::{Message, Principal};
 use talaria_profile::ProfileHome;
 use talaria_store::{ListQuery, SessionDb, SessionRow, SessionSummary, StoreError};
 
@@ -87,13 +87,14 @@ impl Sessions {
     }
 
     /// `list_sessions`.
-    pub fn list(&self, args: &Arguments<'_>) -> Result<Value, SessionsError> {
+    pub fn list(&self, args: &Arguments<'_>, viewer: &Principal) -> Result<Value, SessionsError> {
         let limit = args.integer("limit", 20, 1, MAX_LIST)?;
         let offset = args.integer("offset", 0, 0, 1_000_000)?;
         let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         // The store lists from the newest; a page is the tail of one more than it holds.
         let query = ListQuery {
             limit: as_usize(offset.saturating_add(limit).saturating_add(1)),
+            viewer: viewer.clone(),
             ..ListQuery::default()
         };
         let mut sessions: Vec<SessionSummary> = self
@@ -112,12 +113,12 @@ impl Sessions {
     }
 
     /// `search_sessions`.
-    pub fn search(&self, args: &Arguments<'_>) -> Result<Value, SessionsError> {
+    pub fn search(&self, args: &Arguments<'_>, viewer: &Principal) -> Result<Value, SessionsError> {
         let query = args.required_string("query")?;
         let limit = args.integer("limit", 20, 1, MAX_HITS)?;
-        let hits = self
-            .open()?
-            .search(&query, usize::try_from(limit).unwrap_or(usize::MAX))?;
+        let hits =
+            self.open()?
+                .search(&query, usize::try_from(limit).unwrap_or(usize::MAX), viewer)?;
         Ok(json!({
             "hits": hits.into_iter().map(|hit| json!({
                 "session_id": hit.session_id,
@@ -130,12 +131,12 @@ impl Sessions {
     }
 
     /// `read_session`.
-    pub fn read(&self, args: &Arguments<'_>) -> Result<Value, SessionsError> {
+    pub fn read(&self, args: &Arguments<'_>, viewer: &Principal) -> Result<Value, SessionsError> {
         let prefix = args.required_string("session_id")?;
         let offset = args.integer("offset", 0, 0, u64::from(u32::MAX))?;
         let limit = args.integer("limit", 50, 1, MAX_MESSAGES)?;
         let db = self.open()?;
-        let id = db.resolve_id(&prefix)?;
+        let id = db.resolve_id(&prefix, viewer)?;
         let session = db
             .session(&id)?
             .ok_or_else(|| StoreError::NotFound(id.clone()))?;

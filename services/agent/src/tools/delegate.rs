@@ -58,6 +58,8 @@ pub struct ChildKit {
     pub hooks: Arc<dyn Hooks>,
     /// Where children's sessions are kept.
     pub db: Option<Arc<SessionDb>>,
+    /// Whom the children's sessions belong to: the parent's principal.
+    pub principal: talaria_store::Principal,
     /// The nesting level of the children this kit builds (1: the parent is the root).
     pub depth: u32,
     /// The deepest level allowed (1 or 2).
@@ -202,6 +204,7 @@ impl ChildKit {
                         .unwrap_or_default(),
                     cwd: Some(self.options.cwd.display().to_string()),
                     parent_session_id: Some(parent_session.to_owned()),
+                    principal: self.principal.clone(),
                 },
             )),
             None => Arc::new(MemorySessionStore::default()),
@@ -216,6 +219,7 @@ impl ChildKit {
                 summarizer: self.summarizer.clone(),
                 hooks: self.hooks.clone(),
                 db: self.db.clone(),
+                principal: self.principal.clone(),
                 depth: self.depth + 1,
                 max_depth: self.max_depth,
                 child_iterations: self.child_iterations,

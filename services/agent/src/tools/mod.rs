@@ -115,6 +115,8 @@ pub(crate) struct NativeToolInputs<'a> {
     pub browser: Option<BrowserTools>,
     /// The session's external memory provider (told of `memory` writes).
     pub external_memory: Option<Arc<crate::external_memory::ActiveMemory>>,
+    /// Whom the session belongs to: `session_search` finds only its sessions.
+    pub principal: &'a talaria_store::Principal,
 }
 
 /// One session's native tools, and the handles finished once the session's
@@ -147,6 +149,7 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
         vision,
         browser,
         external_memory,
+        principal,
     } = inputs;
     let mut tools: Vec<Arc<dyn NativeTool>> = vec![Arc::new(TodoTool::default())];
     if let Some(store) = knowledge.memory_store() {
@@ -154,7 +157,11 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     }
     tools.extend(skill_tools(knowledge.skill_manager(), threat_scan()));
     if let Some(db) = db {
-        tools.push(Arc::new(SessionSearchTool::new(db.clone(), auxiliary)));
+        tools.push(Arc::new(SessionSearchTool::new(
+            db.clone(),
+            auxiliary,
+            principal.clone(),
+        )));
     }
     if let Some(messenger) = messenger {
         tools.push(Arc::new(SendMessageTool::new(messenger)));

@@ -55,5 +55,14 @@ fn eight_processes_append_a_thousand_messages_each_and_all_are_kept() {
     assert_eq!(total, WRITERS * MESSAGES as usize);
     assert!(db.integrity_check().unwrap().is_empty());
     // Every message is searchable: the FTS triggers ran for each commit.
-    assert_eq!(db.search("\"writer-3 message 999\"", 5).unwrap().len(), 1);
+    assert_eq!(
+        db.search(
+            "\"writer-3 message 999\"",
+            5,
+            &talaria_store::Principal::owner()
+        )
+        .unwrap()
+        .len(),
+        1
+    );
 }

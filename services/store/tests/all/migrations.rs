@@ -111,5 +111,10 @@ fn in_memory_databases_work() {
     })
     .unwrap();
     db.append("m", &Message::user("in memory")).unwrap();
-    assert_eq!(db.search("memory", 5).unwrap().len(), 1);
+    assert_eq!(
+        db.search("memory", 5, &talaria_store::Principal::owner())
+            .unwrap()
+            .len(),
+        1
+    );
 }

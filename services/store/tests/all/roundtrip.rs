@@ -150,11 +150,33 @@ fn list_is_newest_first_with_counts_previews_and_filters() {
         1
     );
 
-    assert_eq!(t.db.latest("/one").unwrap().unwrap().id, "a");
-    assert_eq!(t.db.latest("/two").unwrap().unwrap().id, "b");
-    assert!(t.db.latest("/three").unwrap().is_none());
+    assert_eq!(
+        t.db.latest("/one", &talaria_store::Principal::owner())
+            .unwrap()
+            .unwrap()
+            .id,
+        "a"
+    );
+    assert_eq!(
+        t.db.latest("/two", &talaria_store::Principal::owner())
+            .unwrap()
+            .unwrap()
+            .id,
+        "b"
+    );
+    assert!(
+        t.db.latest("/three", &talaria_store::Principal::owner())
+            .unwrap()
+            .is_none()
+    );
     t.db.append("c", &Message::user("now c")).unwrap();
-    assert_eq!(t.db.latest("/one").unwrap().unwrap().id, "c");
+    assert_eq!(
+        t.db.latest("/one", &talaria_store::Principal::owner())
+            .unwrap()
+            .unwrap()
+            .id,
+        "c"
+    );
 }
 
 #[test]
@@ -268,17 +290,30 @@ fn delete_removes_messages_and_search_entries() {
         .unwrap();
     t.db.append("kept", &Message::user("zebra stripes"))
         .unwrap();
-    assert_eq!(t.db.search("zebra", 10).unwrap().len(), 2);
+    assert_eq!(
+        t.db.search("zebra", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .len(),
+        2
+    );
 
     assert!(t.db.delete("gone").unwrap());
     assert!(!t.db.delete("gone").unwrap());
     assert!(t.db.session("gone").unwrap().is_none());
-    let hits = t.db.search("zebra", 10).unwrap();
+    let hits =
+        t.db.search("zebra", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, "kept");
-    assert!(t.db.search("crossing", 10).unwrap().is_empty());
     assert!(
-        t.db.search("ossin", 10).unwrap().is_empty(),
+        t.db.search("crossing", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        t.db.search("ossin", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty(),
         "trigram entries gone too"
     );
     assert_eq!(
@@ -294,29 +329,45 @@ fn short_ids_resolve_unless_ambiguous() {
     for id in ["3f2a9c10", "3f2b0000", "77aa"] {
         t.db.create_session(&new_session(id, "/a")).unwrap();
     }
-    assert_eq!(t.db.resolve_id("3f2a").unwrap(), "3f2a9c10");
-    assert_eq!(t.db.resolve_id("7").unwrap(), "77aa");
-    assert_eq!(t.db.resolve_id("77aa").unwrap(), "77aa");
-    match t.db.resolve_id("3f2") {
+    assert_eq!(
+        t.db.resolve_id("3f2a", &talaria_store::Principal::owner())
+            .unwrap(),
+        "3f2a9c10"
+    );
+    assert_eq!(
+        t.db.resolve_id("7", &talaria_store::Principal::owner())
+            .unwrap(),
+        "77aa"
+    );
+    assert_eq!(
+        t.db.resolve_id("77aa", &talaria_store::Principal::owner())
+            .unwrap(),
+        "77aa"
+    );
+    match t.db.resolve_id("3f2", &talaria_store::Principal::owner()) {
         Err(StoreError::Ambiguous { prefix, candidates }) => {
             assert_eq!(prefix, "3f2");
             let mut sorted = candidates.clone();
             sorted.sort();
             assert_eq!(sorted, ["3f2a9c10", "3f2b0000"]);
+            // The message never names ids: it may reach someone who must not learn them.
             let message = StoreError::Ambiguous { prefix, candidates }.to_string();
             assert!(
-                message.contains("3f2a9c10") && message.contains("3f2b0000"),
+                !message.contains("3f2a9c10") && message.contains("2 sessions"),
                 "{message}"
             );
         }
         other => panic!("expected ambiguity, got {other:?}"),
     }
     assert!(matches!(
-        t.db.resolve_id("zz"),
+        t.db.resolve_id("zz", &talaria_store::Principal::owner()),
         Err(StoreError::NotFound(_))
     ));
     // LIKE wildcards are not wildcards here.
-    assert!(matches!(t.db.resolve_id("%"), Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        t.db.resolve_id("%", &talaria_store::Principal::owner()),
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -352,8 +403,17 @@ fn truncating_keeps_the_first_messages_and_forgets_the_rest_in_search() {
         t.db.messages("s1").unwrap(),
         [Message::user("keep the walrus")]
     );
-    assert!(t.db.search("narwhal", 5).unwrap().is_empty());
-    assert_eq!(t.db.search("walrus", 5).unwrap().len(), 1);
+    assert!(
+        t.db.search("narwhal", 5, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        t.db.search("walrus", 5, &talaria_store::Principal::owner())
+            .unwrap()
+            .len(),
+        1
+    );
     // The next message takes the freed sequence number.
     assert_eq!(t.db.append("s1", &Message::user("again")).unwrap(), 2);
     assert_eq!(t.db.truncate("s1", 5).unwrap(), 0);

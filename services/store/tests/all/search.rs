@@ -43,7 +43,9 @@ fn place(session: &str, seq: u64) -> (String, u64) {
 #[test]
 fn words_match_whole_words_with_snippets_and_scores() {
     let t = seeded();
-    let hits = t.db.search("migration", 10).unwrap();
+    let hits =
+        t.db.search("migration", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(places(&hits), [place("s1", 1), place("s2", 1)]);
     assert!(
         hits.iter()
@@ -63,11 +65,19 @@ fn words_match_whole_words_with_snippets_and_scores() {
 
     // Every term must match; case and diacritics do not matter.
     assert_eq!(
-        places(&t.db.search("DATABASE schema", 10).unwrap()),
+        places(
+            &t.db
+                .search("DATABASE schema", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s2", 1)]
     );
     assert_eq!(
-        places(&t.db.search("resume cafe", 10).unwrap()),
+        places(
+            &t.db
+                .search("resume cafe", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s2", 2)]
     );
 }
@@ -76,13 +86,25 @@ fn words_match_whole_words_with_snippets_and_scores() {
 fn quoted_phrases_match_in_order() {
     let t = seeded();
     assert_eq!(
-        places(&t.db.search("\"database migration\"", 10).unwrap()),
+        places(
+            &t.db
+                .search(
+                    "\"database migration\"",
+                    10,
+                    &talaria_store::Principal::owner()
+                )
+                .unwrap()
+        ),
         [place("s1", 1)]
     );
     assert!(
-        t.db.search("\"migration database\"", 10)
-            .unwrap()
-            .is_empty()
+        t.db.search(
+            "\"migration database\"",
+            10,
+            &talaria_store::Principal::owner()
+        )
+        .unwrap()
+        .is_empty()
     );
 }
 
@@ -107,26 +129,53 @@ fn punctuation_and_fts_syntax_are_searched_literally_never_errors() {
         "`",
     ];
     for query in hostile {
-        let result = t.db.search(query, 10);
+        let result = t.db.search(query, 10, &talaria_store::Principal::owner());
         assert!(result.is_ok(), "{query:?}: {result:?}");
     }
     assert_eq!(
-        places(&t.db.search(r#"it's safe: "idempotent""#, 10).unwrap()),
+        places(
+            &t.db
+                .search(
+                    r#"it's safe: "idempotent""#,
+                    10,
+                    &talaria_store::Principal::owner()
+                )
+                .unwrap()
+        ),
         [place("s1", 2)]
     );
     assert_eq!(
-        places(&t.db.search("migrate --force", 10).unwrap()),
+        places(
+            &t.db
+                .search("migrate --force", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s1", 2)]
     );
     assert_eq!(
-        places(&t.db.search("NEAR(a b)", 10).unwrap()),
+        places(
+            &t.db
+                .search("NEAR(a b)", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s2", 3)]
     );
     assert_eq!(
-        places(&t.db.search("AND OR NOT", 10).unwrap()),
+        places(
+            &t.db
+                .search("AND OR NOT", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s2", 3)]
     );
-    assert_eq!(places(&t.db.search("C++", 10).unwrap()), [place("s1", 5)]);
+    assert_eq!(
+        places(
+            &t.db
+                .search("C++", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
+        [place("s1", 5)]
+    );
     assert_eq!(t.db.messages("s1").unwrap().len(), 5, "nothing was dropped");
 }
 
@@ -134,7 +183,9 @@ fn punctuation_and_fts_syntax_are_searched_literally_never_errors() {
 fn substrings_match_through_trigrams() {
     let t = seeded();
     // Neither is a whole word anywhere.
-    let hits = t.db.search("serializ", 10).unwrap();
+    let hits =
+        t.db.search("serializ", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(places(&hits), [place("s1", 3)]);
     assert_eq!(hits[0].kind, MatchKind::Substring);
     assert!(
@@ -143,7 +194,11 @@ fn substrings_match_through_trigrams() {
         hits[0].snippet
     );
     assert_eq!(
-        places(&t.db.search("igrat", 10).unwrap()),
+        places(
+            &t.db
+                .search("igrat", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s1", 1), place("s1", 2), place("s2", 1)]
     );
 }
@@ -153,7 +208,9 @@ fn word_hits_rank_before_substring_hits_without_repeats() {
     let t = seeded();
     t.db.append("s2", &Message::user("a migrations table"))
         .unwrap();
-    let hits = t.db.search("migration", 10).unwrap();
+    let hits =
+        t.db.search("migration", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(hits.len(), 3, "{hits:?}");
     assert_eq!(hits[0].kind, MatchKind::Word);
     assert_eq!(hits[1].kind, MatchKind::Word);
@@ -168,7 +225,9 @@ fn word_hits_rank_before_substring_hits_without_repeats() {
 fn chinese_text_is_found_by_any_part() {
     let t = seeded();
     for query in ["数据库迁移", "迁移失败", "请帮我看看"] {
-        let hits = t.db.search(query, 10).unwrap();
+        let hits =
+            t.db.search(query, 10, &talaria_store::Principal::owner())
+                .unwrap();
         assert_eq!(places(&hits), [place("s1", 4)], "{query}");
         assert!(
             hits[0].snippet.contains(&format!("**{query}**")),
@@ -177,7 +236,9 @@ fn chinese_text_is_found_by_any_part() {
         );
     }
     // Two characters: shorter than a trigram, found by the scan.
-    let hits = t.db.search("迁移", 10).unwrap();
+    let hits =
+        t.db.search("迁移", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(places(&hits), [place("s1", 4)]);
     assert_eq!(hits[0].kind, MatchKind::Scan);
     assert!(hits[0].snippet.contains("**迁移**"), "{}", hits[0].snippet);
@@ -187,9 +248,18 @@ fn chinese_text_is_found_by_any_part() {
 fn short_terms_fall_back_to_like() {
     let t = seeded();
     // "Go" is a word too; "C#" is found by the word index as "c".
-    assert_eq!(places(&t.db.search("go", 10).unwrap()), [place("s1", 5)]);
+    assert_eq!(
+        places(
+            &t.db
+                .search("go", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
+        [place("s1", 5)]
+    );
     // Shorter than a trigram and not a whole word: only LIKE finds it.
-    let hits = t.db.search("ig", 10).unwrap();
+    let hits =
+        t.db.search("ig", 10, &talaria_store::Principal::owner())
+            .unwrap();
     assert_eq!(
         places(&hits),
         [place("s1", 1), place("s1", 2), place("s2", 1)]
@@ -197,20 +267,53 @@ fn short_terms_fall_back_to_like() {
     assert!(hits.iter().all(|h| h.kind == MatchKind::Scan));
     // A long term narrowed by a short one.
     assert_eq!(
-        places(&t.db.search("igrat ow", 10).unwrap()),
+        places(
+            &t.db
+                .search("igrat ow", 10, &talaria_store::Principal::owner())
+                .unwrap()
+        ),
         [place("s1", 1)]
     );
     // LIKE wildcards are literal.
-    assert!(t.db.search("%", 10).unwrap().is_empty());
-    assert!(t.db.search("_", 10).unwrap().is_empty());
+    assert!(
+        t.db.search("%", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        t.db.search("_", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn limits_and_empty_queries() {
     let t = seeded();
-    assert_eq!(t.db.search("migration", 1).unwrap().len(), 1);
-    assert!(t.db.search("migration", 0).unwrap().is_empty());
-    assert!(t.db.search("   ", 10).unwrap().is_empty());
-    assert!(t.db.search("", 10).unwrap().is_empty());
-    assert!(t.db.search("xylophone", 10).unwrap().is_empty());
+    assert_eq!(
+        t.db.search("migration", 1, &talaria_store::Principal::owner())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        t.db.search("migration", 0, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        t.db.search("   ", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        t.db.search("", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        t.db.search("xylophone", 10, &talaria_store::Principal::owner())
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -34,6 +34,7 @@ pub fn new_session(id: &str, cwd: &str) -> NewSession {
         model: "test-model".into(),
         cwd: Some(cwd.into()),
         parent_session_id: None,
+        principal: talaria_store::Principal::owner(),
     }
 }
 

@@ -416,7 +416,7 @@ fn spec(
                 .map_err(|e| internal(format!("cannot open the session store: {e}")))?;
             // Exact ids only: an editor names sessions it was given. The id stays the
             // editor's; the conversation goes on where compressions continued it.
-            match db.resolve_id(&id) {
+            match db.resolve_id(&id, &talaria_agent::Principal::owner()) {
                 Ok(found) if found == id => Some(
                     db.latest_continuation(&found)
                         .map_err(|e| internal(format!("cannot read the session store: {e}")))?,
@@ -725,6 +725,7 @@ fn list(state: &State, cwd: Option<&Path>) -> Result<Vec<SessionListing>, Error>
         limit: 100,
         cwd: cwd.map(|p| p.to_string_lossy().into_owned()),
         source: None,
+        viewer: talaria_agent::Principal::owner(),
     };
     let rows = db
         .list(&query)

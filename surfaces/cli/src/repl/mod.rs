@@ -281,6 +281,7 @@ impl Repl {
             clarifier: Some(self.view.clarifier()),
             browsers: None,
             chat_user: None,
+            principal: talaria_agent::Principal::owner(),
         };
         let agent = match Agent::build(&settings, &self.home, options).await {
             Ok(agent) => agent,

@@ -45,6 +45,7 @@ async fn agent() -> TestAgent {
         clarifier: None,
         browsers: None,
         chat_user: None,
+        principal: talaria_agent::Principal::owner(),
     };
     let agent = Agent::build(&settings, &home, options).await.unwrap();
     TestAgent {

@@ -294,7 +294,12 @@ impl TurnRunner for FakeRunner {
         }
     }
 
-    async fn run_command(&self, session_id: &str, line: &str) -> CommandReply {
+    async fn run_command(
+        &self,
+        session_id: &str,
+        _principal: &talaria_kernel::Principal,
+        line: &str,
+    ) -> CommandReply {
         self.record(format!("command {session_id} {line}"));
         let scripted = self
             .commands
