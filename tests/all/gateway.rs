@@ -219,13 +219,15 @@ fn a_signed_webhook_prompts_the_agent_with_read_only_tools_and_the_rest_is_refus
     assert_contains(&prompt, "The build is red on main");
     assert_contains(&request.system_prompt_raw(), "A webhook delivered an event");
     let tools = request.tools_raw();
-    // `clarify` too, though the webhook profile lists it: nobody can answer.
+    // `clarify` too, though the webhook profile lists it: nobody can answer. And
+    // `vision_analyze`: a URL the payload planted would carry the session's secrets out.
     for side_effect in [
         "\"terminal\"",
         "\"write_file\"",
         "\"patch\"",
         "\"send_message\"",
         "\"clarify\"",
+        "\"vision_analyze\"",
     ] {
         assert!(
             !tools.contains(side_effect),

@@ -100,6 +100,19 @@ fn chat_users_see_only_their_own_sessions_and_memory() {
         alice_memory.iter().any(|text| text.contains(SECRET)),
         "{alice_memory:?}"
     );
+    // The owner sees whose memories there are: Alice's, with her one USER.md entry, and
+    // Bob's, empty.
+    let others = stdout(&run(home.talaria(&["memory", "others"])));
+    let line_of = |who: &str| {
+        others
+            .lines()
+            .find(|line| line.contains(who))
+            .unwrap_or_else(|| panic!("no memory of {who}: {others}"))
+            .to_owned()
+    };
+    assert_eq!(others.lines().count(), 2, "{others}");
+    assert_contains(&line_of("irc_alice"), "0 note(s), 1 about them");
+    assert_contains(&line_of("irc_bob"), "0 note(s), 0 about them");
 
     assert_code(&run(home.talaria(&["gateway", "stop"])), 0);
     let output = wait(gateway);

@@ -321,3 +321,68 @@ fn vision_analyze_failures_are_results_the_model_reads() {
     let results = tool_results(&server, 1);
     assert_contains(&results[0], "notes.txt is not an image");
 }
+
+/// Issue 47: an image URL is fetched by Talaria under the web tools' egress rule and sent as
+/// data, never handed to the provider (which would fetch whatever the model wrote, a LAN or
+/// metadata address or an attacker's URL carrying a secret). A private address is refused
+/// before any request; where the user allows private URLs, the bytes go inline.
+#[test]
+fn vision_analyze_fetches_urls_itself_and_refuses_private_addresses() {
+    let pictures = tempfile::tempdir().unwrap();
+    let png = small_png();
+    std::fs::write(pictures.path().join("p.png"), &png).unwrap();
+    let origin = talaria_testkit::StaticServer::spawn(pictures.path()).unwrap();
+    let url = format!("{}p.png?m=memory-secret-4711", origin.base_url());
+    let ask = serde_json::json!({"image_url": url, "question": "what is it?"}).to_string();
+
+    let home = Home::new();
+    let work = home.workdir();
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("vision_analyze", &ask),
+        Step::text("refused"),
+    ]))
+    .unwrap();
+    let output = run(query(
+        &home,
+        work.path(),
+        &server,
+        Wire::OpenAi,
+        "look",
+        &[],
+    ));
+    assert_code(&output, 0);
+    let results = tool_results(&server, 1);
+    assert_contains(&results[0], "private addresses are refused");
+    assert_eq!(server.requests().len(), 2, "no image was sent to a model");
+    assert!(origin.requested().is_empty(), "{:?}", origin.requested());
+
+    let home = Home::new();
+    home.write_config("security:\n  allow_private_urls: true\n");
+    let server = ScriptedServer::spawn(Script::new([
+        Step::tool_call("vision_analyze", &ask),
+        Step::text("A gradient."),
+        Step::text("done"),
+    ]))
+    .unwrap();
+    let output = run(query(
+        &home,
+        work.path(),
+        &server,
+        Wire::OpenAi,
+        "look",
+        &[],
+    ));
+    assert_code(&output, 0);
+    let requests = server.requests();
+    let vision = requests[1].messages();
+    let user = vision.iter().find(|m| m.role == Role::User).unwrap();
+    assert_eq!(
+        user.images,
+        [Image::Inline {
+            media_type: "image/png".into(),
+            data: base64_of(&png),
+        }]
+    );
+    assert!(!requests[1].raw_body.contains("memory-secret-4711"));
+    assert_eq!(origin.requested().len(), 1);
+}

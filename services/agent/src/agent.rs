@@ -300,11 +300,12 @@ impl Agent {
                 browsers.as_ref().zip(resume.as_deref()),
                 &mut notices,
             ),
-            vision: (
-                side_model,
-                image_store(home),
-                (surface != Surface::Webhook).then(|| plugins.file_roots.clone()),
-            ),
+            vision: (surface != Surface::Webhook).then(|| crate::tools::VisionSetup {
+                model: side_model,
+                store: image_store(home),
+                local_roots: plugins.file_roots.clone(),
+                allow_private_urls: settings.config.security.allow_private_urls,
+            }),
             external_memory: external_memory.clone(),
             principal: &principal,
         });

@@ -17,6 +17,7 @@ mod mcp_tools;
 #[path = "mcp_absent.rs"]
 mod mcp_tools;
 pub mod memory_admin;
+pub mod memory_promote;
 mod messenger;
 pub mod plugin_compile;
 pub mod plugins;

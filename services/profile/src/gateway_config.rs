@@ -54,6 +54,10 @@ pub struct PlatformConfig {
     /// Anyone in these chats.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_chats: Vec<String>,
+    /// These user ids may answer anyone's approval question in a chat (everyone
+    /// else answers only the questions of their own turns).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub admins: Vec<String>,
     /// Where unprompted messages (cron results) go: `chat_id[:thread_id]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub home_channel: Option<String>,
@@ -151,6 +155,7 @@ impl GatewayConfig {
             for (list, entries) in [
                 ("allowed_users", &platform.allowed_users),
                 ("allowed_chats", &platform.allowed_chats),
+                ("admins", &platform.admins),
             ] {
                 if entries.iter().any(|entry| entry.trim().is_empty()) {
                     return Err((

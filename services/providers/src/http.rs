@@ -74,17 +74,23 @@ pub fn shared_client() -> Result<reqwest::Client, ConfigError> {
 /// certificate verifier (loaded at the first handshake), and a connect timeout. No overall timeout: the
 /// providers enforce an idle timeout per read instead.
 pub fn build_client() -> Result<reqwest::Client, ConfigError> {
+    client_builder()?
+        .build()
+        .map_err(|e| ConfigError::Client(errors::describe(&e)))
+}
+
+/// The builder of [`build_client`], for clients that add rules of their own (the image
+/// fetcher's address checks).
+pub fn client_builder() -> Result<reqwest::ClientBuilder, ConfigError> {
     // Fails only when a process-wide provider is already installed (by an
     // earlier call or by the host program), which is just as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tls = crate::tls::client_config().map_err(|e| ConfigError::Client(e.to_string()))?;
-    reqwest::Client::builder()
+    Ok(reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_keepalive(Duration::from_secs(30))
-        .user_agent(concat!("talaria/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| ConfigError::Client(errors::describe(&e)))
+        .user_agent(concat!("talaria/", env!("CARGO_PKG_VERSION"))))
 }
 
 /// One request/response exchange, bounded by an idle timeout and a cancel token.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use talaria_agent::memory_admin;
+use talaria_agent::{memory_admin, memory_promote};
 use talaria_kernel::CancellationToken;
 use talaria_profile::{ConfigFile, ProfileHome};
 
@@ -29,6 +29,15 @@ pub enum MemoryCommand {
     /// What the local `facts` provider holds.
     #[command(subcommand)]
     Facts(FactsCommand),
+    /// The memories of chat users, groups and clients (kept apart from yours).
+    Others,
+    /// Show WHO's notes numbered, or add note NUMBER of them to your MEMORY.md.
+    Promote {
+        /// A name `talaria memory others` lists.
+        who: String,
+        /// The note to add (from 1); without it the notes are listed.
+        number: Option<usize>,
+    },
 }
 
 /// `talaria memory facts …`.
@@ -69,6 +78,33 @@ pub async fn run(command: MemoryCommand, home: &ProfileHome) -> Status {
             memory_admin::no_provider(home, &env, &config).map(|line| lines(vec![line]))
         }
         MemoryCommand::Facts(command) => facts(home, &config, command).await,
+        MemoryCommand::Others => memory_promote::others(home).map(|others| {
+            if others.is_empty() {
+                return "Nobody but you has memory in this profile.\n".to_owned();
+            }
+            let shown = others.iter().map(|other| {
+                format!(
+                    "{}  {} note(s), {} about them",
+                    other.name, other.notes, other.profile
+                )
+            });
+            lines(shown.collect())
+        }),
+        MemoryCommand::Promote { who, number: None } => {
+            memory_promote::notes_of(home, &who).map(|notes| {
+                let numbered = notes.iter().enumerate();
+                lines(
+                    numbered
+                        .map(|(i, note)| format!("{}. {note}", i + 1))
+                        .collect(),
+                )
+            })
+        }
+        MemoryCommand::Promote {
+            who,
+            number: Some(number),
+        } => memory_promote::promote(home, &who, number)
+            .map(|note| format!("Added to your MEMORY.md: {note}\n")),
     };
     match outcome {
         Ok(text) => {

@@ -42,6 +42,8 @@ pub struct ChatClarifier {
     pub(crate) capabilities: ChatCapabilities,
     /// [`clarify_key`] of the chat and the user who started the turn.
     pub(crate) key: String,
+    /// That user's sender id: only they answer.
+    pub(crate) asker: String,
     pub(crate) to: Destination,
     pub(crate) timeout: Duration,
 }
@@ -69,7 +71,7 @@ impl ChatClarifier {
         cancel: &CancellationToken,
     ) -> Result<ChatAnswer, String> {
         // Registered before asking, so an answer typed at once is not lost.
-        let (id, answered) = self.clarifications.register(&self.key);
+        let (id, answered) = self.clarifications.register(&self.key, &self.asker);
         let _withdraw = Withdraw {
             clarifications: &self.clarifications,
             key: &self.key,

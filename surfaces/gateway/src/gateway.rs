@@ -11,7 +11,7 @@ use talaria_pairing::{PairingStore, PlatformAccess, Sender, Verdict};
 use talaria_profile::{BusyMode, GatewayConfig, PlatformConfig, ProfileHome};
 use tokio::sync::mpsc;
 
-use crate::approvals::{Approvals, ChatApprover, parse_approval};
+use crate::approvals::{Answered, Answerer, Approvals, ChatApprover, parse_approval};
 use crate::attachments::save_attachments;
 use crate::clarify::{ChatClarifier, Clarifications, clarify_key};
 use crate::clock::Clock;
@@ -159,7 +159,7 @@ struct Job {
 /// Where a turn's questions wait for their answers.
 #[derive(Debug, Clone)]
 struct Asking {
-    /// Approvals: the chat (any authorized user of it answers).
+    /// Approvals: the chat (the asking user or an admin answers).
     approvals: String,
     /// `clarify`: the chat and the user whose message started the turn.
     clarify: String,
@@ -240,10 +240,11 @@ impl<R: TurnRunner> Gateway<R> {
         };
         if command(text).is_none()
             && !text.is_empty()
-            && inner
-                .shared
-                .clarifications
-                .answer(&asking.clarify, text.to_owned())
+            && inner.shared.clarifications.answer(
+                &asking.clarify,
+                Answerer::User(&asking.user_id),
+                text.to_owned(),
+            ) == Answered::Taken
         {
             return;
         }
@@ -365,8 +366,25 @@ impl<R: TurnRunner> Gateway<R> {
                     );
                     return;
                 };
-                if !inner.shared.approvals.answer(&asking.approvals, decision) {
-                    self.post(&to, "Nothing is waiting for approval here.");
+                let answerer = if inner.settings.config.admins.contains(&asking.user_id) {
+                    Answerer::Admin
+                } else {
+                    Answerer::User(&asking.user_id)
+                };
+                match inner
+                    .shared
+                    .approvals
+                    .answer(&asking.approvals, answerer, decision)
+                {
+                    Answered::Taken => {}
+                    Answered::NothingWaiting => {
+                        self.post(&to, "Nothing is waiting for approval here.");
+                    }
+                    Answered::NotTheirs(_) => self.post(
+                        &to,
+                        "That approval is not yours to answer: only the user whose message \
+                         asked for it, or an admin, can.",
+                    ),
                 }
             }
             "new" | "reset" => match inner.shared.router.reset(&key, now) {
@@ -505,6 +523,7 @@ impl<R: TurnRunner> Gateway<R> {
                 outbox: inner.outbox.clone(),
                 capabilities: capabilities.clone(),
                 chat: job.asking.approvals.clone(),
+                asker: job.asking.user_id.clone(),
                 to: job.to.clone(),
                 timeout: inner.settings.approval_timeout,
             };
@@ -513,6 +532,7 @@ impl<R: TurnRunner> Gateway<R> {
                 outbox: inner.outbox.clone(),
                 capabilities: capabilities.clone(),
                 key: job.asking.clarify.clone(),
+                asker: job.asking.user_id.clone(),
                 to: job.to.clone(),
                 timeout: inner.settings.clarify_timeout,
             };

@@ -26,6 +26,7 @@ mod clarify;
 mod cronjob;
 mod delegate;
 mod execute_code;
+mod image_fetch;
 mod memory;
 mod send_message;
 mod session_search;
@@ -79,6 +80,18 @@ pub trait NativeTool: Send + Sync {
     async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, String>;
 }
 
+/// What `vision_analyze` is built from.
+pub(crate) struct VisionSetup {
+    /// The model it asks (the auxiliary one, else the main one).
+    pub model: Arc<Auxiliary>,
+    /// Where prepared images are stored.
+    pub store: talaria_images::ImageStore,
+    /// Where it may read local files (the file tools' grants).
+    pub local_roots: Vec<PathBuf>,
+    /// `security.allow_private_urls`.
+    pub allow_private_urls: bool,
+}
+
 /// What one session's native tools are built from.
 pub(crate) struct NativeToolInputs<'a> {
     /// Memory and skills (the `memory` and skill tools).
@@ -103,14 +116,8 @@ pub(crate) struct NativeToolInputs<'a> {
     pub cron: Option<CronJobSetup>,
     /// Who answers `clarify`, when someone can.
     pub clarifier: Option<Arc<dyn crate::Clarifier>>,
-    /// The model `vision_analyze` asks (the auxiliary one, else the main one), the image store,
-    /// and where it may read local files (the file tools' grants; `None`: URLs only, as for a
-    /// webhook's outside payload).
-    pub vision: (
-        Arc<Auxiliary>,
-        talaria_images::ImageStore,
-        Option<Vec<std::path::PathBuf>>,
-    ),
+    /// `vision_analyze`, unless the session is driven by an outside payload (a webhook).
+    pub vision: Option<VisionSetup>,
     /// The browser tools, when the surface offers them and Chromium is there.
     pub browser: Option<BrowserTools>,
     /// The session's external memory provider (told of `memory` writes).
@@ -172,14 +179,16 @@ pub(crate) fn native_tools(inputs: NativeToolInputs<'_>) -> NativeToolSet {
     {
         tools.push(Arc::new(CronJobTool::new(cron, exec.executor.clone())));
     }
-    let (vision_model, image_store, local_roots) = vision;
-    tools.push(Arc::new(VisionTool::new(
-        vision_model,
-        image_store,
-        cwd,
-        exec.executor.clone(),
-        local_roots,
-    )));
+    if let Some(vision) = vision {
+        tools.push(Arc::new(VisionTool::new(
+            vision.model,
+            vision.store,
+            cwd,
+            exec.executor.clone(),
+            vision.local_roots,
+            vision.allow_private_urls,
+        )));
+    }
     let code_tools = ToolsHandle::new();
     if ExecuteCodeTool::offered(exec, someone_can_approve) {
         tools.push(Arc::new(ExecuteCodeTool::new(

@@ -1,7 +1,10 @@
 //! `vision_analyze`: asks a model about one image — a local file or an http(s) URL — and
 //! returns its answer. Native because it needs the session's models (the auxiliary one when
 //! configured, else the main one); a local file is read through the same preparation as an
-//! attachment and the same protected-path check the file tools pass.
+//! attachment and the same protected-path check the file tools pass; a URL is fetched by
+//! Talaria under the web tools' egress rule ([`ImageFetcher`]) and prepared the same way,
+//! never forwarded to the provider. A webhook's session (driven by an outside payload) is
+//! not offered the tool at all.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,11 +13,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use talaria_approval::{PathAccess, resolve_existing};
 use talaria_exec::GatedExecutor;
-use talaria_images::{ImageStore, url_image};
+use talaria_images::ImageStore;
 use talaria_kernel::{CancellationToken, ImageRef, ToolContext, ToolSpec};
 use talaria_tools::ToolFlags;
 
 use super::NativeTool;
+use super::image_fetch::ImageFetcher;
 use crate::auxiliary::Auxiliary;
 
 /// Instructions for the analysing model.
@@ -31,47 +35,67 @@ pub struct VisionTool {
     store: ImageStore,
     cwd: PathBuf,
     gate: Arc<GatedExecutor>,
-    /// Where local images may be read from (what `read_file` may read); `None`: URLs only.
-    local_roots: Option<Vec<PathBuf>>,
+    /// Where local images may be read from (what `read_file` may read).
+    local_roots: Vec<PathBuf>,
+    fetcher: ImageFetcher,
 }
 
 impl VisionTool {
-    /// A tool asking `model`, storing local images in `store`, resolving relative paths from
-    /// `cwd` and reading local files only under `local_roots` (the file tools' grants; empty:
-    /// the working directory); `None` (a webhook's session, driven by an outside payload)
-    /// takes URLs only.
+    /// A tool asking `model`, storing images in `store`, resolving relative paths from `cwd`,
+    /// reading local files only under `local_roots` (the file tools' grants; empty: the
+    /// working directory) and fetching URLs only from public addresses unless
+    /// `allow_private_urls`.
     pub fn new(
         model: Arc<Auxiliary>,
         store: ImageStore,
         cwd: &Path,
         gate: Arc<GatedExecutor>,
-        local_roots: Option<Vec<PathBuf>>,
+        local_roots: Vec<PathBuf>,
+        allow_private_urls: bool,
     ) -> Self {
-        let local_roots = local_roots.map(|roots| {
-            if roots.is_empty() {
-                vec![cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())]
-            } else {
-                roots
-            }
-        });
+        let local_roots = if local_roots.is_empty() {
+            vec![cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())]
+        } else {
+            local_roots
+        };
         Self {
             model,
             store,
             cwd: cwd.to_path_buf(),
             gate,
             local_roots,
+            fetcher: ImageFetcher::new(allow_private_urls),
         }
+    }
+
+    /// `bytes` prepared like an attachment (checked, scaled, stored), named `name` in errors.
+    async fn prepare(
+        &self,
+        prepare: impl FnOnce(
+            &ImageStore,
+        ) -> Result<talaria_images::Attached, talaria_images::ImageError>
+        + Send
+        + 'static,
+    ) -> Result<ImageRef, String> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || prepare(&store))
+            .await
+            .map_err(|e| format!("preparing the image did not finish: {e}"))?
+            .map(|attached| attached.image)
+            .map_err(|e| e.to_string())
     }
 
     /// The image the argument names, prepared; `Err` is the message for the model.
     async fn image(&self, source: &str, context: &ToolContext) -> Result<ImageRef, String> {
         let lower = source.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
-            return url_image(source).map_err(|e| e.to_string());
+            let bytes = self.fetcher.fetch(source).await?;
+            let name = source.to_owned();
+            return self
+                .prepare(move |store| store.attach_bytes(&bytes, &name))
+                .await;
         }
-        let Some(roots) = &self.local_roots else {
-            return Err("only http(s) image URLs can be analysed here".into());
-        };
+        let roots = &self.local_roots;
         let path = Path::new(source.strip_prefix("file://").unwrap_or(source));
         let absolute = if path.is_absolute() {
             path.to_path_buf()
@@ -99,12 +123,8 @@ impl VisionTool {
             )
             .await
             .map_err(|denied| format!("vision_analyze was not run: {}", denied.message))?;
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || store.attach_file(&resolved))
+        self.prepare(move |store| store.attach_file(&resolved))
             .await
-            .map_err(|e| format!("preparing the image did not finish: {e}"))?
-            .map(|attached| attached.image)
-            .map_err(|e| e.to_string())
     }
 }
 

@@ -60,3 +60,34 @@ async fn only_authorized_users_of_the_chat_answer() {
     h.platform.write(in_group("ann", "/deny"));
     assert_eq!(h.next_text().await, "decision: Deny");
 }
+
+/// In a group session two allowed users share, only the one whose message asked may
+/// answer; an admin of the platform may answer anyone's.
+#[tokio::test(start_paused = true)]
+async fn only_the_asker_or_an_admin_answers() {
+    let mut config = allowing(&["ann", "bob", "cat"]);
+    config.group_sessions = GroupSessions::Shared;
+    config.admins = vec!["cat".into()];
+    let mut h = Harness::start(config);
+    let in_group = |user: &str, text: &str| {
+        let mut m = message("#team", ChatKind::Group, user, text);
+        m.addressed = true;
+        m
+    };
+    h.platform.write(in_group("ann", "dangerous"));
+    h.next_text().await;
+    h.platform.write(in_group("bob", "/approve always"));
+    assert!(
+        h.next_text()
+            .await
+            .starts_with("That approval is not yours"),
+        "bob answered ann's question"
+    );
+    h.platform.write(in_group("ann", "/approve session"));
+    assert_eq!(h.next_text().await, "decision: Session");
+
+    h.platform.write(in_group("bob", "dangerous"));
+    h.next_text().await;
+    h.platform.write(in_group("cat", "/deny"));
+    assert_eq!(h.next_text().await, "decision: Deny");
+}
