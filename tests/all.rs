@@ -42,6 +42,8 @@ mod images;
 mod knowledge;
 #[path = "all/languages.rs"]
 mod languages;
+#[path = "all/listeners.rs"]
+mod listeners;
 #[path = "all/mcp.rs"]
 mod mcp;
 #[path = "all/mcp_serve.rs"]

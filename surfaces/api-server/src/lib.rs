@@ -69,9 +69,11 @@ pub struct ServeOptions {
     pub max_concurrent_runs: usize,
     /// Origins browsers may call from (none: no CORS headers).
     pub cors_origins: Vec<String>,
-    /// Time a client has to send a request's headers, and then its body.
+    /// Time a client has to send a request's body, and its headers (at most
+    /// 10 s: see `talaria_http_listener::Limits::new`).
     pub read_timeout: Duration,
-    /// Most connections served at once (more wait to be accepted).
+    /// Most requests served at once (more wait for a slot; connections not
+    /// being served are capped apart, per source and in total).
     pub max_connections: usize,
 }
 

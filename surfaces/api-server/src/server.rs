@@ -1,6 +1,7 @@
 //! The listener: the axum router behind talaria-http-listener's HTTP/1
-//! connections (a cap on open ones, a header-read timeout, a clean stop on
-//! `shutdown`).
+//! connections (a cap on requests served at once, caps per source and in
+//! total on connections not being served, a short header timeout, a clean
+//! stop on `shutdown`).
 
 use hyper_util::service::TowerToHyperService;
 use talaria_http_listener::{Limits, accept, bind};
@@ -19,10 +20,7 @@ pub async fn serve(options: ServeOptions, shutdown: CancellationToken) -> Result
             source,
         })?;
     crate::log(format_args!("listening on http://{addr}"));
-    let limits = Limits {
-        max_connections: options.max_connections,
-        read_timeout: options.read_timeout,
-    };
+    let limits = Limits::new(options.max_connections, options.read_timeout);
     accept(listener, limits, shutdown, "serve", || {
         TowerToHyperService::new(router.clone())
     })

@@ -110,7 +110,7 @@ pub struct ServeArgs {
     /// Port to listen on; 0 picks a free one, printed on stderr (default: api_server.port, else 8642).
     #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
-    /// Seconds a client has to send a request's headers, and again its body.
+    /// Seconds a client has to send a request's body, and its headers (at most 10).
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub read_timeout: u64,
     #[command(flatten)]
@@ -236,7 +236,7 @@ pub struct McpServeArgs {
     /// Largest request body, in bytes (larger ones get 413).
     #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
     pub max_body: u64,
-    /// Seconds a client has to send a request's headers, and again its body.
+    /// Seconds a client has to send a request's body, and its headers (at most 10).
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub read_timeout: u64,
     #[command(flatten)]

@@ -1,8 +1,15 @@
-//! Accepting HTTP/1 connections for Talaria's servers (`talaria serve`,
-//! `talaria mcp serve`): at most `max_connections` open at once (the next
-//! waits to be accepted), a header-read timeout so a client that sends part of
-//! its headers and stalls is cut off, bounded header buffers, and a clean stop
-//! when `shutdown` is cancelled. What a request means is the service's job.
+//! Accepting HTTP/1 connections for Talaria's servers (`talaria serve`, the
+//! gateway's webhook listener, `talaria mcp serve --http`): at most
+//! `max_connections` requests served at once, bounded header buffers, a
+//! clean stop when `shutdown` is cancelled, and a guard against clients that
+//! connect and stall. A connection not being served (sending its headers,
+//! idle between requests, waiting for a slot) proves nothing, so those are
+//! capped per source and in total (the `admission` module) and get a short header
+//! timeout: however many stalled clients hold connections, a valid request
+//! finds room at once. What a request means is the service's job.
+
+mod admission;
+mod tracked;
 
 use std::error::Error;
 use std::io::Write;
@@ -17,16 +24,54 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{Admission, Caps, Source};
+use crate::tracked::Tracked;
+
 /// Largest buffer of one connection (headers included).
 const MAX_BUF_BYTES: usize = 64 * 1024;
+
+/// How long a shed connection that was served may take to finish its last
+/// answer.
+const SHED_GRACE: Duration = Duration::from_secs(1);
 
 /// How many connections and how slow a client may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections open at once.
+    /// Requests served at once (from their headers to the end of their
+    /// answer); more wait for a slot.
     pub max_connections: usize,
-    /// How long a client may take to send its headers.
+    /// How long a client may take to send a request's headers, or leave a
+    /// kept-alive connection idle.
     pub read_timeout: Duration,
+    /// Connections not being served, in total: past it the oldest of the
+    /// source holding most is closed.
+    pub max_unserved: usize,
+    /// Connections not being served from one source (an IPv4 address or an
+    /// IPv6 /64): past it the newest is closed.
+    pub max_unserved_per_source: usize,
+}
+
+impl Limits {
+    /// The longest header timeout [`Limits::new`] gives: headers are small,
+    /// and 10 s still outlasts the idle time clients' pools keep a
+    /// connection (which avoids closing one as it is reused).
+    pub const MAX_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Connections not being served, in total, by default.
+    pub const DEFAULT_MAX_UNSERVED: usize = 256;
+    /// Connections not being served from one source, by default.
+    pub const DEFAULT_MAX_UNSERVED_PER_SOURCE: usize = 32;
+
+    /// `max_connections` requests at once, headers within `read_timeout`
+    /// (at most [`Limits::MAX_HEADER_TIMEOUT`]), and the default caps on
+    /// connections not being served.
+    pub fn new(max_connections: usize, read_timeout: Duration) -> Self {
+        Self {
+            max_connections,
+            read_timeout: read_timeout.min(Self::MAX_HEADER_TIMEOUT),
+            max_unserved: Self::DEFAULT_MAX_UNSERVED,
+            max_unserved_per_source: Self::DEFAULT_MAX_UNSERVED_PER_SOURCE,
+        }
+    }
 }
 
 /// Listens on `addr`; returns the listener and the address it got (port 0
@@ -128,17 +173,18 @@ pub async fn accept<F, S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn Error + Send + Sync>>,
 {
-    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let admission = Admission::new(Caps {
+        total: limits.max_unserved,
+        per_source: limits.max_unserved_per_source,
+    });
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     loop {
-        let Ok(permit) = connections.clone().acquire_owned().await else {
-            break;
-        };
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) => {
                 // Out of descriptors and the like: wait instead of spinning.
                 let _ = writeln!(std::io::stderr(), "talaria {name}: accept failed: {error}");
@@ -146,88 +192,33 @@ pub async fn accept<F, S, B>(
                 continue;
             }
         };
+        // Over its source's share: closed before anything is read.
+        let Some(ticket) = admission.admit(Source::of(peer.ip())) else {
+            continue;
+        };
+        let service = Tracked::new(service(), ticket.connection(), slots.clone());
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.read_timeout)
             .max_buf_size(MAX_BUF_BYTES)
-            .serve_connection(TokioIo::new(stream), service());
+            .serve_connection(TokioIo::new(stream), service);
         tokio::spawn(async move {
+            let shed = ticket.shed();
+            let mut connection = std::pin::pin!(connection);
             // A client that hangs up or is cut off ends only its own connection.
-            let _ = connection.await;
-            drop(permit);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                () = shed.cancelled() => {}
+            }
+            // Shed: one that was never served is dropped at once; one that was
+            // may still be sending its last answer, which hyper finishes first.
+            if ticket.was_served() {
+                connection.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(SHED_GRACE, connection).await;
+            }
         });
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::convert::Infallible;
-
-    use http_body_util::Full;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
-
-    use super::*;
-
-    async fn hello(
-        _: http::Request<Incoming>,
-    ) -> Result<http::Response<Full<&'static [u8]>>, Infallible> {
-        Ok(http::Response::new(Full::new(&b"hello"[..])))
-    }
-
-    async fn answer(addr: std::net::SocketAddr) -> String {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).await.unwrap();
-        text
-    }
-
-    #[test]
-    fn the_bearer_token_is_read_in_any_case_of_the_scheme() {
-        let mut headers = http::HeaderMap::new();
-        assert_eq!(bearer_token(&headers), None);
-        for (value, token) in [
-            ("Bearer abc", Some("abc")),
-            ("bearer  abc ", Some("abc")),
-            ("Basic abc", None),
-            ("Bearer", None),
-        ] {
-            headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
-            assert_eq!(bearer_token(&headers), token, "{value}");
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn serves_caps_connections_cuts_stalled_clients_and_stops() {
-        let (listener, addr) = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let shutdown = CancellationToken::new();
-        let limits = Limits {
-            max_connections: 1,
-            read_timeout: Duration::from_millis(300),
-        };
-        let server = tokio::spawn(accept(listener, limits, shutdown.clone(), "test", || {
-            hyper::service::service_fn(hello)
-        }));
-        assert!(answer(addr).await.ends_with("hello"));
-
-        // A stalled client holds the only slot until its header timeout cuts it off;
-        // the next client is then served.
-        let mut stalled = TcpStream::connect(addr).await.unwrap();
-        stalled.write_all(b"GET / HTTP/1.1\r\nHo").await.unwrap();
-        let started = std::time::Instant::now();
-        assert!(answer(addr).await.ends_with("hello"));
-        assert!(started.elapsed() >= Duration::from_millis(200));
-        let mut rest = Vec::new();
-        let _ = stalled.read_to_end(&mut rest).await;
-
-        shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(5), server)
-            .await
-            .unwrap()
-            .unwrap();
-    }
-}
+mod tests;

@@ -55,9 +55,11 @@ pub struct HttpOptions {
     pub idle_timeout: Duration,
     /// Largest request body, in bytes (larger: 413).
     pub max_body_bytes: usize,
-    /// Time a client has to send a request's headers, and then its body.
+    /// Time a client has to send a request's body, and its headers (at most
+    /// 10 s: see `talaria_http_listener::Limits::new`).
     pub read_timeout: Duration,
-    /// Most connections served at once (more wait to be accepted).
+    /// Most requests served at once (more wait for a slot; connections not
+    /// being served are capped apart, per source and in total).
     pub max_connections: usize,
 }
 
@@ -446,10 +448,7 @@ pub async fn serve(
             }
         })
     };
-    let limits = Limits {
-        max_connections: options.max_connections,
-        read_timeout: options.read_timeout,
-    };
+    let limits = Limits::new(options.max_connections, options.read_timeout);
     accept(listener, limits, shutdown, "mcp serve", || {
         let front = front.clone();
         hyper::service::service_fn(move |request| front.clone().handle(request))

@@ -117,7 +117,8 @@ pub struct WebhookLimits {
     pub max_body_bytes: usize,
     /// How long a client may take to send its headers, and its body.
     pub read_timeout: Duration,
-    /// Connections open at once.
+    /// Requests served at once (connections not being served are capped
+    /// apart, per source and in total).
     pub max_connections: usize,
 }
 
@@ -419,10 +420,7 @@ pub async fn serve(
     service: Arc<WebhookService>,
     shutdown: CancellationToken,
 ) {
-    let limits = Limits {
-        max_connections: service.limits.max_connections,
-        read_timeout: service.limits.read_timeout,
-    };
+    let limits = Limits::new(service.limits.max_connections, service.limits.read_timeout);
     accept(listener, limits, shutdown, "gateway webhook", move || {
         let service = service.clone();
         hyper::service::service_fn(move |request| {
