@@ -60,6 +60,19 @@ pub struct WebhookRouteConfig {
     /// it the answer stays in the delivery's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver: Option<String>,
+    /// Whether a body the route took is a replay when posted again (for a
+    /// week). `false`, on `hmac` routes only, where bodies legitimately
+    /// repeat: then only a delivery id seen before is.
+    // Left out when true, the default (serde hands the test a reference).
+    #[serde(default = "deduplicated", skip_serializing_if = "Clone::clone")]
+    pub deduplicate: bool,
+    /// Most deliveries taken in a minute (more: 429); default 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_minute: Option<u32>,
+}
+
+fn deduplicated() -> bool {
+    true
 }
 
 /// How a webhook sender authenticates.
@@ -174,6 +187,19 @@ impl WebhookConfig {
             {
                 return at("header", format!("{header:?} is not a header name"));
             }
+            // GitHub's bodies never repeat, and GitLab's token signs none.
+            if !route.deduplicate && route.signature != WebhookSignature::Hmac {
+                return at(
+                    "deduplicate",
+                    "`deduplicate: false` is only for `signature: hmac` routes".to_owned(),
+                );
+            }
+            if route.max_per_minute == Some(0) {
+                return at(
+                    "max_per_minute",
+                    "max_per_minute is 0: no delivery would be taken (write 1 or more)".to_owned(),
+                );
+            }
             if let Some(deliver) = &route.deliver {
                 let Some(address) = ChatAddress::parse(deliver) else {
                     return at(
@@ -231,7 +257,7 @@ mod tests {
              secret: ${{GH_SECRET}}\n        events: [push, issue_comment]\n        \
              prompt: '{{event}} on {{repository.full_name}}'\n        deliver: 'irc:#ops'\n      \
              alerts:\n        secret: other\n        signature: hmac\n        \
-             header: X-Alert-Signature\n"
+             header: X-Alert-Signature\n        deduplicate: false\n        max_per_minute: 5\n"
         );
         let webhook = parse(&text, &env).unwrap().gateway.webhook;
         assert_eq!(webhook.port, 9000);
@@ -249,6 +275,11 @@ mod tests {
         let alerts = &webhook.routes["alerts"];
         assert_eq!(alerts.signature, WebhookSignature::Hmac);
         assert_eq!(alerts.header.as_deref(), Some("X-Alert-Signature"));
+        assert!(!alerts.deduplicate && github.deduplicate);
+        assert_eq!(
+            (alerts.max_per_minute, github.max_per_minute),
+            (Some(5), None)
+        );
     }
 
     #[test]
@@ -287,6 +318,14 @@ mod tests {
             (
                 route("      'a/b':\n        secret: s\n"),
                 "invalid route name",
+            ),
+            (
+                route("      gh:\n        secret: s\n        deduplicate: false\n"),
+                "only for `signature: hmac` routes",
+            ),
+            (
+                route("      gh:\n        secret: s\n        max_per_minute: 0\n"),
+                "max_per_minute is 0",
             ),
             (
                 route("      gh:\n        secret: s\n        url: x\n"),
