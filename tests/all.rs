@@ -34,6 +34,8 @@ mod gateway_load;
 mod gateway_principals;
 #[path = "all/gateway_telegram.rs"]
 mod gateway_telegram;
+#[path = "all/gateway_webhook.rs"]
+mod gateway_webhook;
 #[path = "all/hostile_text.rs"]
 mod hostile_text;
 #[path = "all/images.rs"]

@@ -185,7 +185,8 @@ impl Router {
     }
 }
 
-fn open(path: &Path) -> Result<Connection, rusqlite::Error> {
+/// The gateway's database at `path` (the webhook's delivery log shares it).
+pub(crate) fn open(path: &Path) -> Result<Connection, rusqlite::Error> {
     // Private before SQLite opens it (its journals then get the same mode), whatever the umask.
     talaria_profile::home_modes::create_private_file(path).map_err(|e| {
         rusqlite::Error::SqliteFailure(

@@ -22,8 +22,8 @@ use crate::lock::{GatewayLock, LockError};
 use crate::plugin_port::PluginConnector;
 use crate::ports::{WebhookRequest, WebhookResponse};
 use crate::webhook::{
-    self, ChatPoster, PlatformWebhooks, QUEUED_JOBS, WebhookLimits, WebhookRoute, WebhookService,
-    job_queue, run_jobs,
+    self, ChatPoster, DeliveryLog, PlatformWebhooks, QUEUED_JOBS, WebhookLimits, WebhookRoute,
+    WebhookService, job_queue, run_jobs,
 };
 use crate::{AccountSettings, AgentRunner, Shared, spawn_account};
 
@@ -52,6 +52,9 @@ pub enum StartError {
     /// Another gateway of this profile runs.
     #[error(transparent)]
     Locked(#[from] LockError),
+    /// The webhook routes' delivery log cannot be opened.
+    #[error(transparent)]
+    DeliveryLog(#[from] webhook::LogError),
     /// No plugin serves any configured platform (and no webhook route is set).
     #[error("no chat adapter plugin serves {platform} (installed: {installed}){notices}")]
     NoAdapter {
@@ -144,6 +147,10 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
         });
     }
     let webhook_listener = bind_webhook(&gateway).await?;
+    let delivery_log = match webhook_listener {
+        Some(_) => Some(DeliveryLog::open(&home.root().join("gateway.db"))?),
+        None => None,
+    };
 
     let approval_timeout = Duration::from_secs(config.approvals.timeout_secs);
     let clarify_timeout = Duration::from_secs(config.clarify.timeout_secs);
@@ -170,8 +177,16 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
         messenger.clone(),
         &shutdown,
     );
-    let webhook_jobs = webhook_listener
-        .map(|listener| start_webhook(listener, &gateway, runner, messenger.clone(), &shutdown));
+    let webhook_jobs = webhook_listener.zip(delivery_log).map(|(listener, log)| {
+        start_webhook(
+            listener,
+            log,
+            &gateway,
+            runner,
+            messenger.clone(),
+            &shutdown,
+        )
+    });
     shutdown.cancelled().await;
     crate::log(format_args!("stopping"));
     messenger.shutdown();
@@ -306,6 +321,7 @@ async fn bind_webhook(gateway: &GatewayConfig) -> Result<Option<TcpListener>, St
 /// by the task returned.
 fn start_webhook(
     listener: TcpListener,
+    log: DeliveryLog,
     gateway: &GatewayConfig,
     runner: Arc<AgentRunner>,
     messenger: Arc<GatewayMessenger>,
@@ -320,7 +336,7 @@ fn start_webhook(
     let (queue, jobs) = job_queue(QUEUED_JOBS);
     messenger.set_webhook_platforms(&gateway.webhook.platforms);
     let service = Arc::new(
-        WebhookService::new(routes, Arc::new(queue), WebhookLimits::default())
+        WebhookService::new(routes, Arc::new(queue), WebhookLimits::default(), log)
             .with_platforms(messenger.clone()),
     );
     if let Ok(address) = listener.local_addr() {

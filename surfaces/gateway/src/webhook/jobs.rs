@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::server::{JobQueue, QueueFull, WebhookJob};
 use crate::ports::{TurnOutcome, TurnResult};
 
-/// Deliveries that may wait for their turn; more are answered 503.
+/// Deliveries that may wait for their turn; more are answered 429.
 pub const QUEUED_JOBS: usize = 32;
 
 /// Runs a webhook delivery as a turn.

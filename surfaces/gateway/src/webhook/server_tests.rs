@@ -2,7 +2,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
-use crate::webhook::{DEFAULT_TEMPLATE, sign};
+use crate::webhook::{DEFAULT_TEMPLATE, job_queue, sign};
 
 const SECRET: &[u8] = b"route-secret";
 
@@ -29,6 +29,11 @@ fn routes() -> BTreeMap<String, WebhookRoute> {
         template: template.to_owned(),
         events: events.iter().map(|e| (*e).to_owned()).collect(),
         deliver: Some("irc:#ops".into()),
+        deduplicate: true,
+        max_per_minute: DEFAULT_MAX_PER_MINUTE,
+    };
+    let hmac = || SignatureScheme::Hmac {
+        header: "x-signature-256".into(),
     };
     BTreeMap::from([
         (
@@ -43,21 +48,30 @@ fn routes() -> BTreeMap<String, WebhookRoute> {
             "gitlab".to_owned(),
             route(SignatureScheme::GitLab, DEFAULT_TEMPLATE, &[]),
         ),
+        ("generic".to_owned(), route(hmac(), "{message}", &[])),
         (
-            "generic".to_owned(),
-            route(
-                SignatureScheme::Hmac {
-                    header: "x-signature-256".into(),
-                },
-                "{message}",
-                &[],
-            ),
+            "repeating".to_owned(),
+            WebhookRoute {
+                deduplicate: false,
+                ..route(hmac(), "{message}", &[])
+            },
+        ),
+        (
+            "limited".to_owned(),
+            WebhookRoute {
+                max_per_minute: 3,
+                ..route(hmac(), "{message}", &[])
+            },
         ),
     ])
 }
 
-fn service(queue: Arc<Recorded>) -> WebhookService {
-    WebhookService::new(routes(), queue, WebhookLimits::default())
+fn log() -> DeliveryLog {
+    DeliveryLog::in_memory().unwrap()
+}
+
+fn service(queue: Arc<dyn JobQueue>) -> WebhookService {
+    WebhookService::new(routes(), queue, WebhookLimits::default(), log())
 }
 
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -199,8 +213,211 @@ fn a_full_queue_asks_the_sender_to_come_back() {
         &headers(&[("x-signature-256", &sign(SECRET, body))]),
         body,
     );
-    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(answer.headers()[header::RETRY_AFTER], "30");
+}
+
+/// A signed delivery to `route` (hmac routes), with `delivery` as its id.
+fn hmac_delivery(
+    service: &WebhookService,
+    route: &str,
+    delivery: Option<&str>,
+    body: &[u8],
+) -> Reply {
+    let signature = sign(SECRET, body);
+    let mut pairs = vec![("x-signature-256", signature.as_str())];
+    if let Some(id) = delivery {
+        pairs.push(("x-request-id", id));
+    }
+    service.deliver(route, &headers(&pairs), body)
+}
+
+fn text_of(reply: Reply) -> String {
+    use http_body_util::BodyExt;
+    let body = reply.into_body().collect();
+    let bytes = futures_util::FutureExt::now_or_never(body)
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn a_replayed_body_runs_once_whatever_its_delivery_id() {
+    let queue = Arc::new(Recorded::default());
+    let service = service(queue.clone());
+    let body = issue_comment();
+    let signature = sign(SECRET, &body);
+    let send = |delivery: Option<&str>| {
+        let mut pairs = vec![
+            ("x-hub-signature-256", signature.as_str()),
+            ("x-github-event", "issue_comment"),
+        ];
+        if let Some(id) = delivery {
+            pairs.push(("x-github-delivery", id));
+        }
+        service.deliver("github", &headers(&pairs), &body)
+    };
+    assert_eq!(send(Some("d-1")).status(), StatusCode::ACCEPTED);
+    for delivery in [Some("d-1"), Some("d-2"), None, Some("")] {
+        let answer = send(delivery);
+        assert_eq!(answer.status(), StatusCode::OK, "{delivery:?}");
+        assert!(text_of(answer).contains("took this delivery before"));
+    }
+    // GitLab's token proves nothing about the body, yet a re-post is still caught.
+    let gitlab = |id: &str| {
+        service.deliver(
+            "gitlab",
+            &headers(&[
+                ("x-gitlab-token", "route-secret"),
+                ("x-gitlab-event-uuid", id),
+            ]),
+            &body,
+        )
+    };
+    assert_eq!(gitlab("u-1").status(), StatusCode::ACCEPTED);
+    assert_eq!(gitlab("u-2").status(), StatusCode::OK);
+    // Another body is another delivery.
+    let other = br#"{"message": "deploy finished"}"#;
+    assert_eq!(
+        hmac_delivery(&service, "generic", None, other).status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(queue.jobs.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn a_route_whose_bodies_repeat_runs_each_and_goes_by_delivery_id() {
+    let queue = Arc::new(Recorded::default());
+    let service = service(queue.clone());
+    let body = br#"{"message": "disk almost full"}"#;
+    for _ in 0..3 {
+        assert_eq!(
+            hmac_delivery(&service, "repeating", None, body).status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    assert_eq!(
+        hmac_delivery(&service, "repeating", Some("r-1"), body).status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        hmac_delivery(&service, "repeating", Some("r-1"), body).status(),
+        StatusCode::OK,
+        "a retry of one delivery"
+    );
+    assert_eq!(queue.jobs.lock().unwrap().len(), 4);
+    // The default route takes that body once.
+    assert_eq!(
+        hmac_delivery(&service, "generic", None, body).status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        hmac_delivery(&service, "generic", None, body).status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn over_its_rate_a_route_answers_429_and_takes_new_deliveries_after_the_window() {
+    let queue = Arc::new(Recorded::default());
+    let service = service(queue.clone()).with_clock(Clock::starting_at(1_800_000_000));
+    let body = |n: u32| format!(r#"{{"message": "alert {n}"}}"#).into_bytes();
+    for n in 1..=3 {
+        assert_eq!(
+            hmac_delivery(&service, "limited", None, &body(n)).status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    tokio::time::advance(Duration::from_secs(20)).await;
+    let over = hmac_delivery(&service, "limited", None, &body(4));
+    assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(over.headers()[header::RETRY_AFTER], "40");
+    assert!(text_of(over).contains("at most 3 deliveries a minute"));
+    // A replay is still a replay, and other routes are not held back.
+    assert_eq!(
+        hmac_delivery(&service, "limited", None, &body(1)).status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        hmac_delivery(&service, "generic", None, &body(4)).status(),
+        StatusCode::ACCEPTED
+    );
+
+    // The refused delivery was not remembered: sent again after the window it runs.
+    tokio::time::advance(Duration::from_secs(41)).await;
+    assert_eq!(
+        hmac_delivery(&service, "limited", None, &body(4)).status(),
+        StatusCode::ACCEPTED
+    );
+    let jobs = queue.jobs.lock().unwrap();
+    let prompts: Vec<(&str, &str)> = jobs
+        .iter()
+        .map(|job| (job.route.as_str(), job.prompt.as_str()))
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            ("limited", "alert 1"),
+            ("limited", "alert 2"),
+            ("limited", "alert 3"),
+            ("generic", "alert 4"),
+            ("limited", "alert 4"),
+        ]
+    );
+}
+
+#[test]
+fn a_full_queue_answers_429_keeps_what_it_took_and_takes_the_retry_later() {
+    let (queue, mut waiting) = job_queue(2);
+    let service = service(Arc::new(queue));
+    let body = |n: u32| format!(r#"{{"message": "build {n}"}}"#).into_bytes();
+    for n in 1..=2 {
+        assert_eq!(
+            hmac_delivery(&service, "generic", None, &body(n)).status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    let refused = hmac_delivery(&service, "generic", None, &body(3));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()[header::RETRY_AFTER], "30");
+    assert_eq!(waiting.try_recv().unwrap().prompt, "build 1");
+    assert_eq!(
+        hmac_delivery(&service, "generic", None, &body(3)).status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(waiting.try_recv().unwrap().prompt, "build 2");
+    assert_eq!(waiting.try_recv().unwrap().prompt, "build 3");
+}
+
+#[test]
+fn a_restarted_listener_still_knows_what_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.db");
+    let body = br#"{"message": "release 1.4 tagged"}"#;
+    let queue = Arc::new(Recorded::default());
+    let first = WebhookService::new(
+        routes(),
+        queue.clone(),
+        WebhookLimits::default(),
+        DeliveryLog::open(&path).unwrap(),
+    );
+    assert_eq!(
+        hmac_delivery(&first, "generic", None, body).status(),
+        StatusCode::ACCEPTED
+    );
+    drop(first);
+    let second = WebhookService::new(
+        routes(),
+        queue.clone(),
+        WebhookLimits::default(),
+        DeliveryLog::open(&path).unwrap(),
+    );
+    assert_eq!(
+        hmac_delivery(&second, "generic", None, body).status(),
+        StatusCode::OK
+    );
+    assert_eq!(queue.jobs.lock().unwrap().len(), 1);
 }
 
 #[test]
@@ -244,7 +461,7 @@ async fn hostile_clients_get_clear_refusals_and_do_not_block_others() {
         read_timeout: Duration::from_millis(500),
         max_connections: 8,
     };
-    let service = Arc::new(WebhookService::new(routes(), queue.clone(), limits));
+    let service = Arc::new(WebhookService::new(routes(), queue.clone(), limits, log()));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
@@ -359,7 +576,7 @@ impl PlatformWebhooks for EchoPlatform {
 async fn platform_requests_reach_their_adapter_and_others_are_refused() {
     let queue = Arc::new(Recorded::default());
     let service = Arc::new(
-        WebhookService::new(routes(), queue, WebhookLimits::default())
+        WebhookService::new(routes(), queue, WebhookLimits::default(), log())
             .with_platforms(Arc::new(EchoPlatform)),
     );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
