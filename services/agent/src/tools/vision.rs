@@ -68,7 +68,8 @@ impl VisionTool {
         }
     }
 
-    /// `bytes` prepared like an attachment (checked, scaled, stored), named `name` in errors.
+    /// Runs `prepare` (attaching a file or fetched bytes: checked, scaled, stored) off the
+    /// async threads.
     async fn prepare(
         &self,
         prepare: impl FnOnce(
