@@ -16,17 +16,6 @@ use talaria_testkit::{Script, ScriptedServer, Step};
 use crate::common::*;
 use crate::gateway::gateway_command;
 
-/// Kills the gateway if the test fails before stopping it.
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.0.to_string())
-            .status();
-    }
-}
-
 const TOKEN: &str = "7000001:load-test-token";
 const LATENCY_PROBES: usize = 20;
 const WAVE: usize = 1000;

@@ -53,6 +53,7 @@ fn chat_users_see_only_their_own_sessions_and_memory() {
         .current_dir(work.path())
         .spawn()
         .unwrap();
+    let _stop = KillOnDrop(gateway.id());
 
     let mut alice = IrcUser::connect(port, "alice");
     alice.send(&format!("PRIVMSG talaria :remember my secret: {SECRET}"));

@@ -475,3 +475,15 @@ pub fn status_kib(field: &str, pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Kills a long-running child (a gateway, a server) if the test fails before stopping it,
+/// so a failed test leaves nothing running.
+pub struct KillOnDrop(pub u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.0.to_string())
+            .status();
+    }
+}
