@@ -6,6 +6,8 @@ mod common;
 
 #[path = "all/acp.rs"]
 mod acp;
+#[path = "all/api_principals.rs"]
+mod api_principals;
 #[path = "all/api_server.rs"]
 mod api_server;
 #[path = "all/batch.rs"]
