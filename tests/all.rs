@@ -50,6 +50,8 @@ mod languages;
 mod listeners;
 #[path = "all/mcp.rs"]
 mod mcp;
+#[path = "all/mcp_principals.rs"]
+mod mcp_principals;
 #[path = "all/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "all/memory_providers.rs"]

@@ -15,11 +15,11 @@ use talaria_testkit::{Script, ScriptedServer, Step};
 
 use crate::common::*;
 
-const KEY: &str = "test-key-0123456789abcdef";
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+pub(crate) const KEY: &str = "test-key-0123456789abcdef";
+pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
 /// A fresh profile home (no plugin build: these tests need only native tools).
-fn fresh_home() -> Home {
+pub(crate) fn fresh_home() -> Home {
     let home = Home {
         dir: tempfile::tempdir().unwrap(),
     };
@@ -37,9 +37,9 @@ fn two_answers() -> ScriptedServer {
 }
 
 /// A running `talaria mcp serve --http`, killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -56,7 +56,7 @@ impl Served {
     }
 }
 
-fn serve_http(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
+pub(crate) fn serve_http(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
     let models = crate::cli::openai_args(model);
     let mut args = vec!["mcp", "serve", "--http", "127.0.0.1:0"];
     args.extend(models.iter().map(String::as_str));
@@ -99,7 +99,12 @@ fn serve_http(home: &Home, model: &ScriptedServer, extra: &[&str]) -> Served {
 
 /// One POST to /mcp with `Host: host`: status, and the head (lower case)
 /// and body as one text.
-fn request(port: u16, host: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+pub(crate) fn request(
+    port: u16,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
     let mut all = vec![
         ("Host", host),
         ("Accept", "application/json, text/event-stream"),
