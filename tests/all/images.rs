@@ -248,6 +248,20 @@ fn files_that_are_not_images_or_are_damaged_are_refused_before_any_request() {
     assert!(server.requests().is_empty(), "nothing was sent");
 }
 
+/// The question of a `vision_analyze` request, which must carry `png` inline.
+fn vision_question(request: &talaria_testkit::RecordedRequest, png: &[u8]) -> String {
+    let messages = request.messages();
+    let user = messages.iter().find(|m| m.role == Role::User).unwrap();
+    assert_eq!(
+        user.images,
+        [Image::Inline {
+            media_type: "image/png".into(),
+            data: base64_of(png),
+        }]
+    );
+    user.text.clone()
+}
+
 #[test]
 fn vision_analyze_asks_the_model_about_the_image_and_returns_its_answer() {
     let home = Home::new();
@@ -280,15 +294,9 @@ fn vision_analyze_asks_the_model_about_the_image_and_returns_its_answer() {
         "offered to the model"
     );
     // The analysis is one request of its own: the question and the image, no tools.
-    let vision = requests[1].messages();
-    let user = vision.iter().find(|m| m.role == Role::User).unwrap();
-    assert_eq!(user.text, "Which colours are in it?");
     assert_eq!(
-        user.images,
-        [Image::Inline {
-            media_type: "image/png".into(),
-            data: base64_of(&png),
-        }]
+        vision_question(&requests[1], &png),
+        "Which colours are in it?"
     );
     assert!(requests[1].tools_raw().is_empty());
     let results = tool_results(&server, 2);
@@ -374,15 +382,7 @@ fn vision_analyze_fetches_urls_itself_and_refuses_private_addresses() {
     ));
     assert_code(&output, 0);
     let requests = server.requests();
-    let vision = requests[1].messages();
-    let user = vision.iter().find(|m| m.role == Role::User).unwrap();
-    assert_eq!(
-        user.images,
-        [Image::Inline {
-            media_type: "image/png".into(),
-            data: base64_of(&png),
-        }]
-    );
+    vision_question(&requests[1], &png);
     assert!(!requests[1].raw_body.contains("memory-secret-4711"));
     assert_eq!(origin.requested().len(), 1);
 }
