@@ -30,6 +30,8 @@ mod file_modes;
 mod gateway;
 #[path = "all/gateway_irc.rs"]
 mod gateway_irc;
+#[path = "all/gateway_irc_identity.rs"]
+mod gateway_irc_identity;
 #[path = "all/gateway_load.rs"]
 mod gateway_load;
 #[path = "all/gateway_principals.rs"]

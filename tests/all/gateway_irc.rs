@@ -20,6 +20,12 @@ pub struct IrcUser {
 
 impl IrcUser {
     pub fn connect(port: u16, nick: &'static str) -> Self {
+        Self::connect_as(port, nick, nick)
+    }
+
+    /// A client whose `USER` name is `user_name` (ngIRCd shows it as
+    /// `~user_name`: it runs no ident lookup here).
+    pub fn connect_as(port: u16, nick: &'static str, user_name: &str) -> Self {
         let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(std::time::Duration::from_millis(500)))
@@ -30,9 +36,25 @@ impl IrcUser {
             writer: stream,
         };
         user.send(&format!("NICK {nick}"));
-        user.send(&format!("USER {nick} 0 * :{nick}"));
+        user.send(&format!("USER {user_name} 0 * :{nick}"));
         user.expect(" 001 ");
         user
+    }
+
+    /// Signs off and waits until the server has let the nick go.
+    pub fn quit(mut self) {
+        use std::io::BufRead;
+        self.send("QUIT :bye");
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(30) {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line) {
+                Ok(0) => return,
+                Ok(_) if line.starts_with("ERROR") => return,
+                _ => {}
+            }
+        }
+        panic!("{}: the server did not close the connection", self.nick);
     }
 
     pub fn send(&mut self, line: &str) {
@@ -114,7 +136,7 @@ fn the_gateway_answers_on_irc_pairs_a_stranger_and_stops() {
         "model:\n  provider: openai\n  name: test-model\n  base_url: {}\n  api_key: sk-test\n\
          retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n\
          gateway:\n  platforms:\n    irc:\n      server: 127.0.0.1\n      port: 6667\n      \
-         nick: talaria\n      channels: \"#test\"\n      allowed_users: [ann]\n    \
+         nick: talaria\n      channels: \"#test\"\n      allowed_users: ['ann!~ann@127.0.0.1']\n    \
          discord:\n      bot_token: imported-but-no-adapter\n  \
          webhook:\n    port: {hook_port}\n    routes:\n      ci:\n        secret: s3cret\n        \
          prompt: 'Summarise: {{head_commit.message}}'\n        deliver: 'irc:#test'\n",
@@ -251,7 +273,7 @@ fn the_gateway_speaks_tls_to_irc_and_comes_back_after_the_server_restarts() {
     home.write_config(
         "gateway:\n  platforms:\n    irc:\n      server: 127.0.0.1\n      port: 6697\n      \
          tls: true\n      nick: talaria\n      channels: \"#secure\"\n      \
-         allowed_users: [ann]\n",
+         allowed_users: ['ann!~ann@*']\n",
     );
     // The server's certificate is signed by the test's own CA.
     let gateway = spawn_gateway(&home, &model, &[("SSL_CERT_FILE", ca.to_str().unwrap())]);

@@ -46,7 +46,7 @@ fn chat_users_see_only_their_own_sessions_and_memory() {
         "model:\n  provider: openai\n  name: test-model\n  base_url: {}\n  api_key: sk-test\n\
          retry:\n  base_delay_ms: 20\n  max_delay_ms: 100\n\
          gateway:\n  platforms:\n    irc:\n      server: 127.0.0.1\n      port: {port}\n      \
-         nick: talaria\n      allowed_users: [alice, bob]\n",
+         nick: talaria\n      allowed_users: ['alice!~alice@*', 'bob!~bob@*']\n",
         model.openai_base_url()
     ));
     let gateway = gateway_command(&home, &model, &[])

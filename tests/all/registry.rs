@@ -151,7 +151,7 @@ fn install_resolve_update_downgrade_and_remove_over_http() {
     assert_code(&output, 1);
     assert_contains(
         &stderr(&output),
-        "1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.2",
+        "1.2.0 needs plugin API ^0.2.0, this Talaria implements 0.1.3",
     );
 
     let output = run(home.talaria(&["plugin", "install", "noop@=1.0.0"]));

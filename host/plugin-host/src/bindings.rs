@@ -1,4 +1,4 @@
-//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.2`).
+//! Host bindings generated from `wit/plugin` (`talaria:plugin@0.1.3`).
 //!
 //! Imports are async (exec awaits a child process); exports are called with
 //! `call_*` async methods on a fiber, so epoch ticks can yield. The
@@ -97,6 +97,35 @@ pub(crate) mod chat_world {
             "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
             "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
             "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
+        },
+    });
+}
+
+/// The `chat-adapter-identity-plugin` world (0.1.3): a chat adapter that
+/// also exports `chat-identity`. Only its exports are new; its imports and
+/// types are the `chat-adapter-plugin` world's, so the two share a linker
+/// and messages cross between them as they are.
+pub(crate) mod chat_identity_world {
+    wasmtime::component::bindgen!({
+        world: "chat-adapter-identity-plugin",
+        path: "../../wit/plugin",
+        // `chat-host` is the `chat-adapter-plugin` world's (see `with`).
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "talaria:plugin/types": crate::bindings::talaria::plugin::types,
+            "talaria:plugin/host-types": crate::bindings::talaria::plugin::host_types,
+            "talaria:plugin/log": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary": crate::bindings::talaria::plugin::auxiliary,
+            "talaria:plugin/chat-types": crate::bindings::chat_world::talaria::plugin::chat_types,
+            "talaria:plugin/chat-host": crate::bindings::chat_world::talaria::plugin::chat_host,
         },
     });
 }

@@ -68,12 +68,12 @@ pub use crate::imports::egress::{ProcessEnvSecrets, Resolver, SecretSource, Syst
 pub use crate::imports::exec::{ExecServices, MAX_EXEC_OUTPUT_BYTES};
 pub use crate::imports::session_search::{SessionHit, SessionSearch};
 pub use crate::kinds::chat::types::{
-    Attachment, Chat, ChatCapabilities, ChatDetails, ChatKind, InboundMessage, LengthUnit,
-    Outbound, SendOutcome, Sender, WebhookRequest, WebhookResponse,
+    Attachment, Chat, ChatCapabilities, ChatDetails, ChatKind, IdStrength, InboundMessage,
+    LengthUnit, Outbound, SendOutcome, Sender, SenderIdentity, WebhookRequest, WebhookResponse,
 };
 pub use crate::kinds::chat::{
     ChatAdapterInfo, ChatConnection, ChatError, NEXT_EVENTS_MARGIN, PluginChatAdapters,
-    config_section,
+    check_allowed_users, config_section,
 };
 pub use crate::kinds::commands::{
     CommandClash, CommandError, MAX_COMMAND_NAME_LEN, PluginCommandSpec, PluginCommands,

@@ -6,7 +6,7 @@ use semver::Version;
 use crate::manifest::PluginKind;
 
 /// The `talaria:plugin` version this host implements.
-pub const HOST_API: Version = Version::new(0, 1, 2);
+pub const HOST_API: Version = Version::new(0, 1, 3);
 
 const PACKAGE: &str = "talaria:plugin/";
 
@@ -120,7 +120,7 @@ mod tests {
     fn refuses_other_lines() {
         let export = parse_api_name("talaria:plugin/tool-provider@0.2.0").unwrap();
         let err = check_names(&[export], &[], &Version::new(0, 2, 0)).unwrap_err();
-        assert!(err.contains("0.2.0") && err.contains("0.1.2"), "{err}");
+        assert!(err.contains("0.2.0") && err.contains("0.1.3"), "{err}");
         let export = parse_api_name("talaria:plugin/tool-provider@0.1.0").unwrap();
         assert!(check_names(&[export], &[], &Version::new(0, 1, 3)).is_ok());
     }

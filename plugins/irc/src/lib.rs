@@ -10,6 +10,7 @@
 //! `send` returns `sent` once the lines are queued: flood control paces
 //! them out and `next-events` writes the rest as their turn comes.
 
+pub mod identity;
 pub mod keepalive;
 pub mod message;
 pub mod outgoing;
@@ -25,7 +26,7 @@ use talaria_plugin_sdk::chat_types::{
     Capabilities, ChatDetails, InboundMessage, Outbound, SendOutcome, WebhookRequest,
     WebhookResponse,
 };
-use talaria_plugin_sdk::{ChatAdapter, ChatConnection, config, log};
+use talaria_plugin_sdk::{ChatAdapter, ChatConnection, ChatIdentity, SenderIdentity, config, log};
 use wasip2::clocks::monotonic_clock;
 
 use keepalive::{Check, Keepalive};
@@ -56,6 +57,18 @@ impl ChatAdapter for Irc {
 
     fn platform() -> String {
         "irc".into()
+    }
+}
+
+/// Senders are identified by services account or by their whole mask
+/// ([`identity`]).
+impl ChatIdentity for Irc {
+    fn identify(message: InboundMessage) -> SenderIdentity {
+        identity::identify(&message)
+    }
+
+    fn check_allowed_user(entry: String) -> Result<(), String> {
+        identity::check_allowed_user(&entry).map_err(|why| format!("irc: {why}"))
     }
 }
 
@@ -97,7 +110,18 @@ impl ChatConnection for IrcConnection {
             keepalive: Keepalive::new(now_ms()),
         };
         live.register()?;
-        log::info(format!("registered as {}", live.session.nick()));
+        let caps = live.session.caps();
+        log::info(format!(
+            "registered as {}; senders identified by {}",
+            live.session.nick(),
+            if caps.account_tag {
+                "the account tag"
+            } else if caps.extended_join && caps.account_notify {
+                "the accounts of channel members, else WHOIS"
+            } else {
+                "WHOIS"
+            }
+        ));
         Ok(Connection::new(Self {
             live: RefCell::new(live),
         }))
@@ -158,6 +182,7 @@ struct Live {
 impl Live {
     /// Sends the registration and handles lines until the welcome.
     fn register(&mut self) -> Result<(), String> {
+        self.session.tick(now_ms());
         for line in self.session.registration() {
             self.write(&line)?;
         }
@@ -188,6 +213,8 @@ impl Live {
         let mut messages = Vec::new();
         loop {
             self.flush_queue()?;
+            let events = self.session.tick(now_ms());
+            self.apply(events, &mut messages)?;
             while let Some(raw) = self.line.read_line().map_err(lost)? {
                 self.keepalive.heard(now_ms());
                 let events = self.session.handle(&raw);
@@ -205,6 +232,9 @@ impl Live {
             let mut wait = (deadline - now).min(self.keepalive.next_check_in(now).max(1));
             if let Some(next_line) = self.queue.next_in(now) {
                 wait = wait.min(next_line.max(1));
+            }
+            if let Some(overdue) = self.session.next_tick_in(now) {
+                wait = wait.min(overdue.max(1));
             }
             if self.line.wait(Duration::from_millis(wait)) == Woken::HostWork {
                 return Ok(messages);

@@ -1,7 +1,8 @@
 //! The IRC client's protocol state, free of I/O: lines in, [`Event`]s out.
-//! Registration (PASS/NICK/USER, nick-in-use retries), PING, joining after
-//! the welcome and rejoining after a kick, and turning `PRIVMSG`s into
-//! inbound messages are handled here; the component only moves lines.
+//! Registration (CAP, PASS/NICK/USER, nick-in-use retries), PING, joining
+//! after the welcome and rejoining after a kick, and turning `PRIVMSG`s into
+//! inbound messages from identified senders ([`crate::identity`]) are
+//! handled here; the component only moves lines.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use talaria_plugin_sdk::chat_types::{
     Capabilities, Chat, ChatDetails, ChatKind, InboundMessage, LengthUnit, Sender,
 };
 
+use crate::identity::{ACCOUNT_CAPS, Decided, Identities};
 use crate::message::{Line, fold, is_channel, parse, same_name, strip_formatting};
 use crate::outgoing::{CHANNEL_BUDGET, text_limit};
 use crate::settings::Settings;
@@ -49,6 +51,12 @@ pub struct Session {
     registered: bool,
     /// By folded name.
     channels: BTreeMap<String, Channel>,
+    /// Senders' accounts, and messages waiting for a `WHOIS`.
+    identities: Identities,
+    /// Account capabilities the server offers, gathered over `CAP LS` lines.
+    offered: Vec<String>,
+    /// Milliseconds on the component's monotonic clock, as of the last [`Session::tick`].
+    now_ms: u64,
 }
 
 impl Session {
@@ -59,7 +67,31 @@ impl Session {
             nick_retries: 0,
             registered: false,
             channels: BTreeMap::new(),
+            identities: Identities::default(),
+            offered: Vec::new(),
+            now_ms: 0,
         }
+    }
+
+    /// The time is `now_ms`: messages that waited too long for a `WHOIS`
+    /// go on without it.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Event> {
+        self.now_ms = now_ms;
+        self.identities
+            .overdue(now_ms)
+            .into_iter()
+            .map(|message| Event::Message(Box::new(message)))
+            .collect()
+    }
+
+    /// Milliseconds until [`Session::tick`] has a message to let go.
+    pub fn next_tick_in(&self, now_ms: u64) -> Option<u64> {
+        self.identities.next_due_in(now_ms)
+    }
+
+    /// The account capabilities the server acknowledged.
+    pub fn caps(&self) -> crate::identity::Caps {
+        self.identities.caps
     }
 
     /// The nick the server knows us by.
@@ -76,9 +108,11 @@ impl Session {
         self.channels.values().map(|c| c.name.as_str()).collect()
     }
 
-    /// The registration lines, sent once connected.
+    /// The registration lines, sent once connected. `CAP LS` first: a server
+    /// that knows it holds the welcome until `CAP END`, one that does not
+    /// answers 421 and goes on.
     pub fn registration(&self) -> Vec<String> {
-        let mut lines = Vec::new();
+        let mut lines = vec!["CAP LS 302".to_owned()];
         if let Some(password) = &self.settings.password {
             lines.push(format!("PASS :{password}"));
         }
@@ -158,9 +192,12 @@ impl Session {
                 "the server refuses the connection: {}",
                 line.params.last().map_or("", String::as_str)
             ))],
+            "CAP" => self.cap(&line),
             "NICK" => {
                 if line.source_nick().is_some_and(|n| same_name(n, &self.nick)) {
                     self.nick = line.param(0).to_owned();
+                } else if let Some(old) = line.source_nick() {
+                    self.identities.renamed(old, line.param(0));
                 }
                 Vec::new()
             }
@@ -174,15 +211,53 @@ impl Session {
                             ..Channel::default()
                         },
                     );
+                } else if let Some(prefix) = &line.prefix {
+                    // extended-join: `JOIN #chan account :realname`.
+                    let account = (line.params.len() >= 2).then(|| line.param(1));
+                    self.identities.joined(prefix, account);
                 }
                 Vec::new()
             }
             "PART" => {
                 if self.is_me(&line) {
                     self.channels.remove(&fold(line.param(0)));
+                    self.identities.forget_members();
+                } else if let Some(nick) = line.source_nick() {
+                    self.identities.left(nick);
                 }
                 Vec::new()
             }
+            "QUIT" => {
+                if let Some(nick) = line.source_nick() {
+                    self.identities.left(nick);
+                }
+                Vec::new()
+            }
+            "ACCOUNT" => {
+                if let Some(prefix) = &line.prefix {
+                    self.identities.account_changed(prefix, line.param(0));
+                }
+                Vec::new()
+            }
+            "311" => {
+                // RPL_WHOISUSER: me, nick, user, host, *, realname.
+                self.identities
+                    .whois_user(line.param(1), line.param(2), line.param(3));
+                Vec::new()
+            }
+            "330" => {
+                // RPL_WHOISACCOUNT: me, nick, account.
+                self.identities.whois_account(line.param(1), line.param(2));
+                Vec::new()
+            }
+            "318" => self
+                .identities
+                .whois_end(line.param(1))
+                .into_iter()
+                .map(|message| Event::Message(Box::new(message)))
+                .collect(),
+            // The sender of a message asked about left already: 318 follows.
+            "401" if self.identities.asking(line.param(1)) => Vec::new(),
             "KICK" => self.kicked(&line),
             "TOPIC" => {
                 self.set_topic(line.param(0), line.param(1));
@@ -210,12 +285,66 @@ impl Session {
             "401" | "403" | "404" | "471" | "473" | "474" | "475" => {
                 vec![Event::Warn(format!("{}: {}", line.param(1), line.param(2)))]
             }
-            "PRIVMSG" => self
-                .privmsg(&line, raw)
-                .map(|message| Event::Message(Box::new(message)))
-                .into_iter()
-                .collect(),
+            "PRIVMSG" => self.privmsg(&line, raw),
             _ => Vec::new(),
+        }
+    }
+
+    /// Capability negotiation: the account capabilities the server offers
+    /// are requested, and registration goes on once it answered.
+    fn cap(&mut self, line: &Line) -> Vec<Event> {
+        // `CAP <nick or *> <subcommand> [*] :<capabilities>`
+        let names = line.params.last().map_or("", String::as_str);
+        let names = names
+            .split_whitespace()
+            .map(|cap| cap.split_once('=').map_or(cap, |(name, _)| name));
+        match line.param(1).to_ascii_uppercase().as_str() {
+            "LS" => {
+                self.offered.extend(
+                    names
+                        .filter(|name| ACCOUNT_CAPS.contains(name))
+                        .map(str::to_owned),
+                );
+                let more = line.params.len() >= 4 && line.param(2) == "*";
+                if more || self.registered {
+                    return Vec::new();
+                }
+                let wanted: Vec<&str> = ACCOUNT_CAPS
+                    .into_iter()
+                    .filter(|cap| self.offered.iter().any(|o| o == cap))
+                    .collect();
+                self.offered.clear();
+                if wanted.is_empty() {
+                    vec![Event::Send("CAP END".into())]
+                } else {
+                    vec![Event::Send(format!("CAP REQ :{}", wanted.join(" ")))]
+                }
+            }
+            "ACK" => {
+                for name in names {
+                    match name.strip_prefix('-') {
+                        Some(name) => self.identities.caps.set(name, false),
+                        None => self.identities.caps.set(name, true),
+                    }
+                }
+                self.cap_end()
+            }
+            "NAK" => self.cap_end(),
+            "DEL" => {
+                for name in names {
+                    self.identities.caps.set(name, false);
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn cap_end(&self) -> Vec<Event> {
+        if self.registered {
+            Vec::new()
+        } else {
+            vec![Event::Send("CAP END".into())]
         }
     }
 
@@ -254,9 +383,11 @@ impl Session {
     fn kicked(&mut self, line: &Line) -> Vec<Event> {
         let channel = line.param(0);
         if !same_name(line.param(1), &self.nick) {
+            self.identities.left(line.param(1));
             return Vec::new();
         }
         self.channels.remove(&fold(channel));
+        self.identities.forget_members();
         vec![
             Event::Warn(format!(
                 "kicked from {channel} by {}: {}",
@@ -273,7 +404,27 @@ impl Session {
         }
     }
 
-    fn privmsg(&self, line: &Line, raw: &str) -> Option<InboundMessage> {
+    /// A `PRIVMSG` as a message, once its sender is identified (at once, or
+    /// after the `WHOIS` this asks for).
+    fn privmsg(&mut self, line: &Line, raw: &str) -> Vec<Event> {
+        let Some(message) = self.privmsg_message(line, raw) else {
+            return Vec::new();
+        };
+        let Some(prefix) = &line.prefix else {
+            return Vec::new();
+        };
+        match self
+            .identities
+            .identify(message, prefix, line.tag("account"), self.now_ms)
+        {
+            Decided::Ready(message) => vec![Event::Message(message)],
+            Decided::Asking(Some(whois)) => vec![Event::Send(whois)],
+            Decided::Asking(None) => Vec::new(),
+        }
+    }
+
+    /// The message a `PRIVMSG` carries, its sender not yet identified.
+    fn privmsg_message(&self, line: &Line, raw: &str) -> Option<InboundMessage> {
         let prefix = line.prefix.as_ref()?;
         if same_name(&prefix.nick, &self.nick) || line.params.len() < 2 {
             return None;
@@ -332,6 +483,7 @@ impl Session {
         Some(InboundMessage {
             chat,
             sender: Sender {
+                // Replaced by the identified id before the message leaves.
                 id: prefix.nick.clone(),
                 name: prefix.nick.clone(),
                 // IRCv3 bot mode marks bots' messages; plain IRC cannot tell.

@@ -12,8 +12,12 @@ fn settings(channels: &[&str], password: Option<&str>) -> Settings {
     }
 }
 
+/// A session welcomed by a server that tags messages with accounts, so
+/// messages need no `WHOIS` (see identity_tests.rs for the rest).
 fn registered(channels: &[&str]) -> Session {
     let mut session = Session::new(settings(channels, None));
+    session.handle(":irc.test CAP * LS :account-tag");
+    session.handle(":irc.test CAP * ACK :account-tag");
     session.handle(":irc.test 001 bot :Welcome");
     for channel in channels {
         session.handle(&format!(":bot!bot@host JOIN {channel}"));
@@ -39,16 +43,21 @@ fn message(session: &mut Session, raw: &str) -> Option<InboundMessage> {
 }
 
 #[test]
-fn registration_sends_pass_nick_user_in_order() {
+fn registration_sends_cap_ls_pass_nick_user_in_order() {
     let session = Session::new(settings(&[], Some("s3cret")));
     assert_eq!(
         session.registration(),
-        ["PASS :s3cret", "NICK bot", "USER bot 0 * :Talaria Bot"]
+        [
+            "CAP LS 302",
+            "PASS :s3cret",
+            "NICK bot",
+            "USER bot 0 * :Talaria Bot"
+        ]
     );
     let without = Session::new(settings(&[], None));
     assert_eq!(
         without.registration(),
-        ["NICK bot", "USER bot 0 * :Talaria Bot"]
+        ["CAP LS 302", "NICK bot", "USER bot 0 * :Talaria Bot"]
     );
 }
 
@@ -146,7 +155,7 @@ fn a_channel_message_addressed_by_nick_colon_or_comma_is_stripped() {
             m.sender.name.as_str(),
             m.sender.is_bot
         ),
-        ("alice", "alice", false)
+        ("alice!~al@example.org", "alice", false)
     );
 
     let comma = message(&mut session, ":alice!u@h PRIVMSG #a :bot, hi").unwrap();
@@ -170,6 +179,7 @@ fn casemapping_applies_to_the_address() {
         nick: "[bot]".into(),
         ..settings(&["#a"], None)
     });
+    session.handle(":irc.test CAP * ACK :account-tag");
     session.handle(":irc.test 001 [bot] :Welcome");
     let m = message(&mut session, ":alice!u@h PRIVMSG #a :{BOT}: hi").unwrap();
     assert!(m.addressed);

@@ -13,7 +13,9 @@ use talaria_plugin_sdk::chat_types::{
     Capabilities, ChatDetails, InboundMessage, Outbound, SendOutcome, WebhookRequest,
     WebhookResponse,
 };
-use talaria_plugin_sdk::{ChatAdapter, ChatConnection, chat_host, config, log};
+use talaria_plugin_sdk::{
+    ChatAdapter, ChatConnection, ChatIdentity, SenderIdentity, chat_host, config, log,
+};
 use wasip2::clocks::monotonic_clock;
 use wasip2::io::poll::{Pollable, poll};
 
@@ -37,6 +39,18 @@ impl ChatAdapter for Telegram {
 
     fn platform() -> String {
         crate::PLATFORM.into()
+    }
+}
+
+impl ChatIdentity for Telegram {
+    fn identify(message: InboundMessage) -> SenderIdentity {
+        crate::inbound::identity_of(&message.sender)
+    }
+
+    /// Entries are compared with the numeric ids as they are; any text is
+    /// accepted (a Hermes import may bring usernames, which match nobody).
+    fn check_allowed_user(_entry: String) -> Result<(), String> {
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@
 
 use serde_json::Value;
 use talaria_plugin_sdk::chat_types::{Attachment, Chat, ChatKind, InboundMessage, Sender};
+use talaria_plugin_sdk::{IdStrength, SenderIdentity};
 
 /// The update types `getUpdates` asks for.
 pub const ALLOWED_UPDATES: [&str; 4] = [
@@ -144,6 +145,23 @@ fn sender_of(message: &Value) -> Option<Sender> {
         name: person_name(user).unwrap_or_else(|| id.to_string()),
         is_bot: user["is_bot"] == Value::Bool(true),
     })
+}
+
+/// How a sender is identified: Telegram's numeric ids are assigned by
+/// Telegram and never reused, so both a user's id and a chat's (a channel or
+/// an anonymous admin writing as the group, negative) are strong.
+pub fn identity_of(sender: &Sender) -> SenderIdentity {
+    let (kind, strength) = match sender.id.parse::<i64>() {
+        Ok(id) if id > 0 => ("user-id", IdStrength::Strong),
+        Ok(_) => ("chat-id", IdStrength::Strong),
+        // Not an id this adapter makes: trusted for nothing.
+        Err(_) => ("name", IdStrength::NameOnly),
+    };
+    SenderIdentity {
+        kind: kind.into(),
+        strength,
+        also_known_as: Vec::new(),
+    }
 }
 
 fn attachments_of(message: &Value) -> Vec<Attachment> {

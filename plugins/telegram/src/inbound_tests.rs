@@ -246,3 +246,26 @@ fn get_me_gives_the_identity() {
     assert_eq!(BotIdentity::from_get_me(&me).unwrap(), bot());
     assert!(BotIdentity::from_get_me(&json!({"id": 1})).is_err());
 }
+
+#[test]
+fn numeric_ids_are_strong_identities() {
+    let from_user = mapped(&update(json!({
+        "message_id": 9, "chat": {"id": 42, "type": "private"}, "from": alice(), "text": "hi",
+    })));
+    let identity = identity_of(&from_user.sender);
+    assert_eq!(identity.kind, "user-id");
+    assert!(matches!(identity.strength, IdStrength::Strong));
+    let as_channel = mapped(&update(json!({
+        "message_id": 10, "chat": {"id": -100_777, "type": "channel", "title": "News"},
+        "sender_chat": {"id": -100_777, "type": "channel", "title": "News"}, "text": "post",
+    })));
+    let identity = identity_of(&as_channel.sender);
+    assert_eq!(identity.kind, "chat-id");
+    assert!(matches!(identity.strength, IdStrength::Strong));
+    let named = Sender {
+        id: "ann".into(),
+        name: "ann".into(),
+        is_bot: false,
+    };
+    assert!(matches!(identity_of(&named).strength, IdStrength::NameOnly));
+}

@@ -7,7 +7,7 @@
 // A tool's `call` may be `async`: componentize-js runs the event loop until
 // the promise `callTool` returns settles.
 
-import { log } from 'talaria:plugin/log@0.1.2';
+import { log } from 'talaria:plugin/log@0.1.3';
 
 // A failed call: the host passes the message to the model. `kind` is the
 // tool-error case: 'invalid-arguments', 'denied' or 'failed'.

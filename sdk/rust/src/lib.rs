@@ -1,7 +1,7 @@
 //! Write Talaria plugins in Rust.
 //!
 //! A plugin is a WebAssembly component (target `wasm32-wasip2`) of the WIT
-//! package `talaria:plugin@0.1.2`. For a tool plugin, each tool is a type
+//! package `talaria:plugin@0.1.3`. For a tool plugin, each tool is a type
 //! implementing [`Tool`] and one [`export_tools!`] exports them all:
 //!
 //! ```
@@ -104,11 +104,11 @@ pub mod bindings {
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "::talaria_plugin_sdk::bindings",
         additional_type_attributes: {
-            "talaria:plugin/types@0.1.2/tool-flags": [#[derive(Default)]],
+            "talaria:plugin/types@0.1.3/tool-flags": [#[derive(Default)]],
         },
         with: {
-            "talaria:plugin/types@0.1.2/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
+            "talaria:plugin/types@0.1.3/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.3/host-error": crate::HostError,
         },
     });
 }
@@ -125,16 +125,16 @@ pub mod hooks_bindings {
         export_macro_name: "__export_hooks_plugin",
         default_bindings_module: "::talaria_plugin_sdk::hooks_bindings",
         with: {
-            "talaria:plugin/types@0.1.2/tool-error": crate::ToolError,
-            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
-            "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
-            "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
-            "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
+            "talaria:plugin/types@0.1.3/tool-error": crate::ToolError,
+            "talaria:plugin/host-types@0.1.3/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.3": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.3": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.3": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.3": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.3": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.3": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor@0.1.3": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary@0.1.3": crate::bindings::talaria::plugin::auxiliary,
         },
     });
 }
@@ -154,16 +154,16 @@ macro_rules! export_world {
                 export_macro_name: $export_macro,
                 default_bindings_module: $path,
                 with: {
-                    "talaria:plugin/types@0.1.2": crate::hooks_bindings::talaria::plugin::types,
-                    "talaria:plugin/host-types@0.1.2": crate::bindings::talaria::plugin::host_types,
-                    "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
-                    "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
-                    "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
-                    "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
-                    "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
-                    "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
-                    "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
-                    "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
+                    "talaria:plugin/types@0.1.3": crate::hooks_bindings::talaria::plugin::types,
+                    "talaria:plugin/host-types@0.1.3": crate::bindings::talaria::plugin::host_types,
+                    "talaria:plugin/log@0.1.3": crate::bindings::talaria::plugin::log,
+                    "talaria:plugin/config@0.1.3": crate::bindings::talaria::plugin::config,
+                    "talaria:plugin/kv@0.1.3": crate::bindings::talaria::plugin::kv,
+                    "talaria:plugin/exec@0.1.3": crate::bindings::talaria::plugin::exec,
+                    "talaria:plugin/process@0.1.3": crate::bindings::talaria::plugin::process,
+                    "talaria:plugin/session-search@0.1.3": crate::bindings::talaria::plugin::session_search,
+                    "talaria:plugin/editor@0.1.3": crate::bindings::talaria::plugin::editor,
+                    "talaria:plugin/auxiliary@0.1.3": crate::bindings::talaria::plugin::auxiliary,
                 },
             });
         }
@@ -203,16 +203,17 @@ export_world!(
     "::talaria_plugin_sdk::platform_bindings"
 );
 
-/// The bindings `wit_bindgen` generates for the `chat-adapter-plugin` world
-/// (0.1.2): a long-lived connection to a chat platform. Its `wasi:io` types
-/// are those of the `wasip2` crate, so the host's `host-work` pollable polls
-/// together with `wasi:sockets` streams. Implement [`ChatAdapter`] and
-/// [`ChatConnection`] and export them with
+/// The bindings `wit_bindgen` generates for the `chat-adapter-identity-plugin`
+/// world (0.1.3): a long-lived connection to a chat platform, and how the
+/// adapter identifies senders. Its `wasi:io` types are those of the `wasip2`
+/// crate, so the host's `host-work` pollable polls together with
+/// `wasi:sockets` streams. Implement [`ChatAdapter`], [`ChatConnection`] and
+/// [`ChatIdentity`] on your adapter and export them with
 /// `chat_bindings::__export_chat_adapter_plugin!`.
 #[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
 pub mod chat_bindings {
     wit_bindgen::generate!({
-        world: "chat-adapter-plugin",
+        world: "chat-adapter-identity-plugin",
         path: "../../wit/plugin",
         pub_export_macro: true,
         export_macro_name: "__export_chat_adapter_plugin",
@@ -221,22 +222,25 @@ pub mod chat_bindings {
             "wasi:io/poll@0.2.12": ::wasip2::io::poll,
             "wasi:io/streams@0.2.12": ::wasip2::io::streams,
             "wasi:io/error@0.2.12": ::wasip2::io::error,
-            "talaria:plugin/types@0.1.2": crate::hooks_bindings::talaria::plugin::types,
-            "talaria:plugin/host-types@0.1.2/host-error": crate::HostError,
-            "talaria:plugin/log@0.1.2": crate::bindings::talaria::plugin::log,
-            "talaria:plugin/config@0.1.2": crate::bindings::talaria::plugin::config,
-            "talaria:plugin/kv@0.1.2": crate::bindings::talaria::plugin::kv,
-            "talaria:plugin/exec@0.1.2": crate::bindings::talaria::plugin::exec,
-            "talaria:plugin/process@0.1.2": crate::bindings::talaria::plugin::process,
-            "talaria:plugin/session-search@0.1.2": crate::bindings::talaria::plugin::session_search,
-            "talaria:plugin/editor@0.1.2": crate::bindings::talaria::plugin::editor,
-            "talaria:plugin/auxiliary@0.1.2": crate::bindings::talaria::plugin::auxiliary,
+            "talaria:plugin/types@0.1.3": crate::hooks_bindings::talaria::plugin::types,
+            "talaria:plugin/host-types@0.1.3/host-error": crate::HostError,
+            "talaria:plugin/log@0.1.3": crate::bindings::talaria::plugin::log,
+            "talaria:plugin/config@0.1.3": crate::bindings::talaria::plugin::config,
+            "talaria:plugin/kv@0.1.3": crate::bindings::talaria::plugin::kv,
+            "talaria:plugin/exec@0.1.3": crate::bindings::talaria::plugin::exec,
+            "talaria:plugin/process@0.1.3": crate::bindings::talaria::plugin::process,
+            "talaria:plugin/session-search@0.1.3": crate::bindings::talaria::plugin::session_search,
+            "talaria:plugin/editor@0.1.3": crate::bindings::talaria::plugin::editor,
+            "talaria:plugin/auxiliary@0.1.3": crate::bindings::talaria::plugin::auxiliary,
         },
     });
 }
 
 pub use chat_bindings::exports::talaria::plugin::chat_adapter::{
     Guest as ChatAdapter, GuestConnection as ChatConnection,
+};
+pub use chat_bindings::exports::talaria::plugin::chat_identity::{
+    Guest as ChatIdentity, IdStrength, SenderIdentity,
 };
 pub use chat_bindings::talaria::plugin::chat_host;
 pub use chat_bindings::talaria::plugin::chat_types;

@@ -1,5 +1,5 @@
 //! The Talaria tool-plugin ABI for Zig: the `tool-provider` export and the
-//! `log` import of the WIT package `talaria:plugin@0.1.2` (see ../wit),
+//! `log` import of the WIT package `talaria:plugin@0.1.3` (see ../wit),
 //! written by hand against the component model's canonical ABI.
 //!
 //! A plugin lists its tools and calls `exportTools` once:
@@ -13,7 +13,7 @@
 const std = @import("std");
 
 /// The WIT API version this glue implements.
-pub const api_version = "0.1.2";
+pub const api_version = "0.1.3";
 
 /// How the scheduler may run a tool's calls.
 pub const ToolFlags = struct {
@@ -59,7 +59,7 @@ pub const Tool = struct {
 pub const Level = enum(i32) { trace, debug, info, warn, @"error" };
 
 const host = struct {
-    extern "talaria:plugin/log@0.1.2" fn log(level: i32, ptr: [*]const u8, len: usize) void;
+    extern "talaria:plugin/log@0.1.3" fn log(level: i32, ptr: [*]const u8, len: usize) void;
 };
 
 /// Writes a line to the host's log, tagged with the plugin's name.

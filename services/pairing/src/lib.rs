@@ -3,7 +3,8 @@
 //! - [`authorize`]: a message's sender is let in by the global or the
 //!   platform's allow-all, the platform's user or chat allowlist, or an
 //!   approved pairing; a stranger in a direct message gets a pairing code, a
-//!   stranger in a group is ignored.
+//!   stranger in a group is ignored. How strong the sender's id is (as the
+//!   chat adapter says) decides whether it may be matched or paired at all.
 //! - [`PairingStore`]: the pairing codes and the approved users of a profile
 //!   (`<home>/pairing/state.json`, mode 0600, one writer at a time across
 //!   processes). Codes are 8 characters from an alphabet without look-alikes,
@@ -19,7 +20,9 @@ mod access;
 mod code;
 mod store;
 
-pub use access::{ChatKind, PlatformAccess, Sender, Verdict, authorize, pairing_message};
+pub use access::{
+    ChatKind, PlatformAccess, Sender, Strength, Verdict, authorize, matches_entry, pairing_message,
+};
 pub use code::{ALPHABET, CODE_LENGTH};
 pub use store::{
     Approved, ApprovedUser, CODE_TTL_SECS, CodeRequest, FAILED_APPROVALS_BEFORE_LOCKOUT,

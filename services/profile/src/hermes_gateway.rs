@@ -39,6 +39,10 @@ struct HermesPlatform {
     settings: &'static [(&'static str, Setting)],
     /// Flags Hermes turns on when their variable is unset.
     defaults_on: &'static [&'static str],
+    /// Users are named by nicks, which Talaria does not take as identities
+    /// (IRC: masks `nick!user@host` or `$a:ACCOUNT`): Hermes's bare names
+    /// are left out and reported.
+    nicks_are_not_users: bool,
 }
 
 /// The platforms imported. The keys of the adapters' settings are those of
@@ -50,12 +54,14 @@ const PLATFORMS: &[HermesPlatform] = &[
         prefix: "TELEGRAM",
         settings: &[("TELEGRAM_BOT_TOKEN", Setting::Secret("bot_token"))],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "discord",
         prefix: "DISCORD",
         settings: &[("DISCORD_BOT_TOKEN", Setting::Secret("bot_token"))],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "slack",
@@ -65,6 +71,7 @@ const PLATFORMS: &[HermesPlatform] = &[
             ("SLACK_APP_TOKEN", Setting::Secret("app_token")),
         ],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "mattermost",
@@ -74,6 +81,7 @@ const PLATFORMS: &[HermesPlatform] = &[
             ("MATTERMOST_TOKEN", Setting::Secret("token")),
         ],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "matrix",
@@ -85,6 +93,7 @@ const PLATFORMS: &[HermesPlatform] = &[
             ("MATRIX_PASSWORD", Setting::Secret("password")),
         ],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "signal",
@@ -94,12 +103,14 @@ const PLATFORMS: &[HermesPlatform] = &[
             ("SIGNAL_ACCOUNT", Setting::Text("account")),
         ],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     HermesPlatform {
         name: "whatsapp",
         prefix: "WHATSAPP",
         settings: &[],
         defaults_on: &[],
+        nicks_are_not_users: false,
     },
     // Talaria's `irc` adapter (plugins/irc/src/settings.rs) names its settings
     // differently; Hermes connects with TLS unless told otherwise.
@@ -115,6 +126,7 @@ const PLATFORMS: &[HermesPlatform] = &[
             ("IRC_SERVER_PASSWORD", Setting::Secret("password")),
         ],
         defaults_on: &["tls"],
+        nicks_are_not_users: true,
     },
 ];
 
@@ -412,7 +424,17 @@ impl GatewayImport {
                 Some(Value::Mapping(map)) => map.clone(),
                 _ => Mapping::new(),
             };
-            write_platform(&mut map, found, &self.everywhere);
+            let nicks_are_not_users = PLATFORMS
+                .iter()
+                .any(|p| p.name == name && p.nicks_are_not_users);
+            let nicks = write_platform(&mut map, found, &self.everywhere, nicks_are_not_users);
+            if !nicks.is_empty() {
+                report.unmapped.push(format!(
+                    "{key}.allowed_users {} (nicks are not identities: allow masks \
+                     nick!user@host or services accounts $a:ACCOUNT)",
+                    nicks.join(", ")
+                ));
+            }
             let text = serde_yaml_ng::to_string(&Value::Mapping(map)).map_err(|e| {
                 ImportError::HermesConfig {
                     path: path.clone(),
@@ -440,7 +462,14 @@ impl GatewayImport {
 }
 
 /// Puts one platform's settings into its `gateway.platforms.<name>` mapping.
-fn write_platform(map: &mut Mapping, found: PlatformImport, everywhere: &[String]) {
+/// Returns the allowed users left out as bare nicks (when
+/// `nicks_are_not_users`).
+fn write_platform(
+    map: &mut Mapping,
+    found: PlatformImport,
+    everywhere: &[String],
+    nicks_are_not_users: bool,
+) -> Vec<String> {
     let mut put = |key: &str, value: Value| {
         map.insert(Value::String(key.to_owned()), value);
     };
@@ -458,6 +487,9 @@ fn write_platform(map: &mut Mapping, found: PlatformImport, everywhere: &[String
             users.push(user.clone());
         }
     }
+    let (users, nicks): (Vec<String>, Vec<String>) = users
+        .into_iter()
+        .partition(|user| !nicks_are_not_users || user.contains('!') || user.starts_with("$a:"));
     if !users.is_empty() {
         put(
             "allowed_users",
@@ -470,6 +502,7 @@ fn write_platform(map: &mut Mapping, found: PlatformImport, everywhere: &[String
     if let Some(home) = found.home_channel {
         put("home_channel", Value::String(home));
     }
+    nicks
 }
 
 /// A YAML scalar as text (Hermes writes chat ids as numbers or strings).
@@ -603,7 +636,17 @@ GATEWAY_ALLOWED_USERS=ops
             "from config.yaml"
         );
         let irc = &gateway.platforms["irc"];
-        assert_eq!(irc.allowed_users, ["ann", "ops"]);
+        assert!(
+            irc.allowed_users.is_empty(),
+            "a nick is not an identity: {:?}",
+            irc.allowed_users
+        );
+        assert!(
+            report.unmapped.iter().any(|u| u.starts_with(
+                "gateway.platforms.irc.allowed_users ann, ops (nicks are not identities"
+            )),
+            "{report:?}"
+        );
         assert_eq!(irc.settings["server"].as_str(), Some("irc.libera.chat"));
         assert_eq!(irc.settings["channels"].as_str(), Some("#a,#b"));
         assert_eq!(irc.settings["nick"].as_str(), Some("hermes-bot"));

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use talaria_approval::Decision;
-use talaria_pairing::{PairingStore, PlatformAccess, Sender, Verdict};
+use talaria_pairing::{PairingStore, PlatformAccess, Sender, Strength, Verdict};
 use talaria_profile::{BusyMode, GatewayConfig, PlatformConfig, ProfileHome};
 use tokio::sync::mpsc;
 
@@ -19,9 +19,9 @@ use crate::delivery::{Destination, deliver};
 use crate::driver::{Outbox, account};
 use crate::ports::{
     Attachment, ChatAddress, ChatCapabilities, ChatKind, CommandEffect, CommandReply, Connector,
-    InboundMessage, Turn, TurnOutcome, TurnRunner, fallback_capabilities,
+    IdStrength, InboundMessage, Turn, TurnOutcome, TurnRunner, fallback_capabilities,
 };
-use crate::router::{Router, SessionKey};
+use crate::router::{Router, SessionKey, conversation_id};
 use crate::turns::{Admission, Ticket, Turns};
 
 /// How one account behaves (from `gateway:` in config.yaml).
@@ -159,7 +159,8 @@ struct Job {
 /// Where a turn's questions wait for their answers.
 #[derive(Debug, Clone)]
 struct Asking {
-    /// Approvals: the chat (the asking user or an admin answers).
+    /// Approvals: the conversation (a private one by the sender's identity, whatever the
+    /// nick); the asking user or an admin answers.
     approvals: String,
     /// `clarify`: the chat and the user whose message started the turn.
     clarify: String,
@@ -221,7 +222,7 @@ impl<R: TurnRunner> Gateway<R> {
         }
         let approvals_chat = serde_json::Value::from(vec![
             Some(platform.as_str()),
-            Some(message.chat.id.as_str()),
+            Some(conversation_id(&message)),
             message.chat.thread.as_deref(),
         ])
         .to_string();
@@ -289,6 +290,7 @@ impl<R: TurnRunner> Gateway<R> {
             allowed_users: config.allowed_users.clone(),
             allowed_chats: config.allowed_chats.clone(),
         };
+        let identity = &message.sender.identity;
         let sender = Sender {
             platform: &inner.settings.platform,
             user_id: &message.sender.id,
@@ -300,6 +302,13 @@ impl<R: TurnRunner> Gateway<R> {
                 ChatKind::Channel => talaria_pairing::ChatKind::Channel,
                 ChatKind::Thread => talaria_pairing::ChatKind::Thread,
             },
+            strength: match identity.strength {
+                IdStrength::Strong => Strength::Strong,
+                IdStrength::Weak => Strength::Weak,
+                IdStrength::NameOnly => Strength::NameOnly,
+                IdStrength::Unstated => Strength::Unstated,
+            },
+            aliases: &identity.also_known_as,
         };
         let now = inner.shared.clock.unix_now();
         let verdict = talaria_pairing::authorize(

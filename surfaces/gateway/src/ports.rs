@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 // The chat types are the plugin host's: the records of `chat.wit` as plain
 // Rust, shared by the real connection and the fakes of the tests.
 pub use talaria_plugin_host::{
-    Attachment, Chat, ChatCapabilities, ChatKind, HostWork, InboundMessage, LengthUnit, Outbound,
-    SendOutcome, Sender, WebhookRequest, WebhookResponse,
+    Attachment, Chat, ChatCapabilities, ChatKind, HostWork, IdStrength, InboundMessage, LengthUnit,
+    Outbound, SendOutcome, Sender, SenderIdentity, WebhookRequest, WebhookResponse,
 };
 pub use talaria_profile::ChatAddress;
 

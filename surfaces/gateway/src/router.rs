@@ -17,6 +17,17 @@ use crate::ports::{ChatKind, InboundMessage};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SessionKey(String);
 
+/// Whom a conversation is with: in a direct message the sender's id (as the
+/// adapter identified them: an IRC DM's chat is the nick, which someone else
+/// can hold tomorrow), elsewhere the chat's id.
+pub fn conversation_id(message: &InboundMessage) -> &str {
+    if message.chat.kind == ChatKind::Dm {
+        &message.sender.id
+    } else {
+        &message.chat.id
+    }
+}
+
 impl SessionKey {
     /// The key of `message` on `platform` in `profile`.
     pub fn for_message(
@@ -30,7 +41,7 @@ impl SessionKey {
         let parts = [
             Some(profile),
             Some(platform),
-            Some(chat.id.as_str()),
+            Some(conversation_id(message)),
             chat.thread.as_deref(),
             per_user.then_some(message.sender.id.as_str()),
         ];
@@ -215,7 +226,7 @@ pub(crate) fn new_session_id(now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::{Chat, Sender};
+    use crate::ports::{Chat, Sender, SenderIdentity};
 
     fn message(chat: &str, thread: Option<&str>, kind: ChatKind, user: &str) -> InboundMessage {
         InboundMessage {
@@ -229,6 +240,7 @@ mod tests {
                 id: user.into(),
                 name: user.into(),
                 is_bot: false,
+                identity: SenderIdentity::default(),
             },
             text: "hi".into(),
             message_id: None,
@@ -275,6 +287,28 @@ mod tests {
             per_user,
         );
         assert_ne!(other_profile, key("#a", None, ChatKind::Dm, "u", per_user));
+    }
+
+    #[test]
+    fn a_direct_conversation_is_keyed_by_who_writes_not_by_the_chat() {
+        let key = |chat, user| {
+            SessionKey::for_message(
+                "default",
+                "irc",
+                &message(chat, None, ChatKind::Dm, user),
+                GroupSessions::PerUser,
+            )
+        };
+        // An IRC DM's chat is the nick: whoever holds it next has another id.
+        assert_ne!(
+            key("alice", "alice!alice@h"),
+            key("alice", "alice!mallory@x")
+        );
+        assert_eq!(key("alice", "$a:alice"), key("alice2", "$a:alice"));
+        let dm = message("alice", None, ChatKind::Dm, "$a:alice");
+        assert_eq!(conversation_id(&dm), "$a:alice");
+        let group = message("#a", None, ChatKind::Group, "$a:alice");
+        assert_eq!(conversation_id(&group), "#a");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use talaria_agent::{MessageTarget, Messenger};
-use talaria_plugin_host::{ExecServices, PluginChatAdapters, config_section};
+use talaria_plugin_host::{ExecServices, PluginChatAdapters, check_allowed_users, config_section};
 use talaria_profile::{ChatAddress, GatewayConfig, Overrides, ProfileHome};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -37,10 +37,14 @@ pub enum StartError {
     #[error(
         "no platform is configured: add one under gateway.platforms in {0}, e.g.\n\
          gateway:\n  platforms:\n    irc:\n      server: irc.libera.chat\n      tls: true\n      \
-         channels: \"#mychannel\"\n      allowed_users: [\"mynick\"]\n\
+         channels: \"#mychannel\"\n      allowed_users: [\"$a:myaccount\"]\n\
          (or a webhook route under gateway.webhook.routes)"
     )]
     NoPlatform(String),
+    /// An `allowed_users` entry the platform's adapter says can name no one
+    /// (on IRC, a bare nick).
+    #[error("{0}")]
+    AllowedUsers(String),
     /// The webhook listener's address cannot be bound.
     #[error("cannot listen for webhooks on {address}: {reason} (set gateway.webhook.port)")]
     Webhook {
@@ -146,6 +150,7 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
             notices: notices(&plugins.notices),
         });
     }
+    check_allowlists(&adapters, &gateway).await?;
     let webhook_listener = bind_webhook(&gateway).await?;
     let delivery_log = match webhook_listener {
         Some(_) => Some(DeliveryLog::open(&home.root().join("gateway.db"))?),
@@ -199,6 +204,39 @@ pub async fn run(options: GatewayOptions, shutdown: CancellationToken) -> Result
     // Let the drivers sign off (QUIT, a last acknowledgement) before exit.
     tokio::time::sleep(Duration::from_millis(500)).await;
     Ok(())
+}
+
+/// Asks each platform's adapter whether its `allowed_users` entries can name
+/// anyone; the gateway does not start while one cannot (an IRC nick alone
+/// would let in whoever takes it).
+async fn check_allowlists(
+    adapters: &PluginChatAdapters,
+    gateway: &GatewayConfig,
+) -> Result<(), StartError> {
+    let mut problems = Vec::new();
+    for (platform, settings) in &gateway.platforms {
+        let Some(plugin) = adapters.find(platform) else {
+            continue;
+        };
+        if settings.allowed_users.is_empty() {
+            continue;
+        }
+        match check_allowed_users(plugin, &settings.allowed_users).await {
+            Ok(refused) => problems.extend(
+                refused
+                    .into_iter()
+                    .map(|(_, why)| format!("gateway.platforms.{platform}.allowed_users: {why}")),
+            ),
+            Err(error) => problems.push(format!(
+                "gateway.platforms.{platform}.allowed_users could not be checked: {error}"
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(StartError::AllowedUsers(problems.join("\n")))
+    }
 }
 
 /// How often the gateway looks for due jobs.

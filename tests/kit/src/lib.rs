@@ -26,6 +26,7 @@ pub mod assertions;
 #[cfg(feature = "devtools")]
 mod devtools;
 mod http;
+pub mod inspircd;
 pub mod mem0;
 pub mod ngircd;
 mod openai;

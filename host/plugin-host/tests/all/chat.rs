@@ -13,9 +13,9 @@ use tokio::net::TcpListener;
 
 use crate::common::*;
 use talaria_plugin_host::{
-    CallError, ChatConnection, ChatError, ChatKind, HostOptions, KindState, LoadedPlugin,
-    NEXT_EVENTS_MARGIN, Outbound, PluginChatAdapters, PluginHost, PluginKind, PluginSets,
-    SendOutcome, WebhookRequest,
+    CallError, ChatConnection, ChatError, ChatKind, HostOptions, IdStrength, KindState,
+    LoadedPlugin, NEXT_EVENTS_MARGIN, Outbound, PluginChatAdapters, PluginHost, PluginKind,
+    PluginSets, SendOutcome, WebhookRequest, check_allowed_users,
 };
 use talaria_testkit::pki::{TestPki, make_test_pki};
 
@@ -540,4 +540,98 @@ async fn tls_connect_verifies_against_the_hosts_roots() {
             .unwrap()
             .unwrap()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_adapter_says_how_it_identifies_each_sender() {
+    let Opened {
+        _root,
+        plugin,
+        mut conn,
+        mut peer,
+        ..
+    } = open_probe().await;
+    assert_eq!(peer.line().await, "HELLO 0");
+    assert!(conn.states_identity());
+    peer.say("MSG @ann ann hi\nMSG @m weak:mallory hi\nMSG @e nick:eve hi\n")
+        .await;
+    let got = events(&mut conn, 3).await;
+    let said: Vec<(&str, IdStrength, &[String])> = got
+        .iter()
+        .map(|m| {
+            let identity = &m.sender.identity;
+            (
+                identity.kind.as_str(),
+                identity.strength,
+                identity.also_known_as.as_slice(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user", IdStrength::Strong, &["ann@probe".to_owned()][..]),
+            (
+                "mask",
+                IdStrength::Weak,
+                &["weak:mallory@probe".to_owned()][..]
+            ),
+            (
+                "nick",
+                IdStrength::NameOnly,
+                &["nick:eve@probe".to_owned()][..]
+            ),
+        ]
+    );
+    // Messages a pushed request carries are identified too.
+    let (_, pushed) = conn
+        .webhook(WebhookRequest {
+            method: "POST".into(),
+            path: "/".into(),
+            headers: Vec::new(),
+            body: b"MSG @w weak:walt pushed\n".to_vec(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(pushed[0].sender.identity.strength, IdStrength::Weak);
+
+    let entries = ["ann".to_owned(), "bad-entry".to_owned(), "$a:x".to_owned()];
+    let refused = check_allowed_users(&plugin, &entries).await.unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, "bad-entry");
+    assert!(
+        refused[0].1.contains("no entry may start with bad"),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_0_1_2_chat_adapter_connects_and_its_senders_are_unstated() {
+    let root = tempfile::tempdir().unwrap();
+    let host = cached_host(root.path());
+    let plugin = load_all(&host, &plugin_dir("test/chat-legacy")).await;
+    assert_eq!(*plugin.api_version(), semver::Version::new(0, 1, 2));
+    assert_eq!(plugin.chat_platform(), Some("legacy"));
+    let section = [("say".to_owned(), "from the past".to_owned())].into();
+    let mut conn = ChatConnection::open(&plugin, &section, 0).await.unwrap();
+    assert!(!conn.states_identity());
+    let got = events(&mut conn, 1).await;
+    assert_eq!(got[0].text, "from the past");
+    assert_eq!(got[0].sender.id, "ann");
+    assert_eq!(got[0].sender.identity.strength, IdStrength::Unstated);
+    assert!(got[0].sender.identity.kind.is_empty());
+    let sent = conn
+        .send(Outbound {
+            chat_id: "ann".into(),
+            text: "hello".into(),
+            ..Outbound::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(sent, SendOutcome::Sent(None));
+    let refused = check_allowed_users(&plugin, &["anything".to_owned()])
+        .await
+        .unwrap();
+    assert!(refused.is_empty(), "a 0.1.2 adapter checks nothing");
+    conn.close().await.unwrap();
 }

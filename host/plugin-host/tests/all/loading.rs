@@ -228,7 +228,7 @@ fn export_api_0_2(dir: &Path) {
     let mut wasm = std::fs::read(&wasm_path).unwrap();
     let patched = patch_bytes(
         &mut wasm,
-        "talaria:plugin/tool-provider@0.1.2",
+        "talaria:plugin/tool-provider@0.1.3",
         "talaria:plugin/tool-provider@0.2.0",
     );
     assert!(patched > 0);
@@ -259,20 +259,20 @@ async fn a_manifest_for_another_api_line_is_refused() {
     let host = host(root.path());
     for api in ["0.2.0", "1.0.0"] {
         let dir = variant(&noop_dir(), &root.path().join(api), |m| {
-            m.replace("api = \"0.1.2\"", &format!("api = \"{api}\""))
+            m.replace("api = \"0.1.3\"", &format!("api = \"{api}\""))
         });
         let err = host.load(&dir, &Grants::none()).await.unwrap_err();
         assert!(matches!(err, LoadError::ApiVersion { .. }), "{err:?}");
         let text = err.to_string();
         assert!(
             text.contains(&format!("talaria:plugin@{api}"))
-                && text.contains("talaria:plugin@0.1.2"),
+                && text.contains("talaria:plugin@0.1.3"),
             "{text}"
         );
     }
     // Same line, newer patch: fine.
     let dir = variant(&noop_dir(), &root.path().join("patch"), |m| {
-        m.replace("api = \"0.1.2\"", "api = \"0.1.9\"")
+        m.replace("api = \"0.1.3\"", "api = \"0.1.9\"")
     });
     host.load(&dir, &Grants::none()).await.unwrap();
 }
@@ -288,7 +288,7 @@ async fn a_component_exporting_another_api_line_is_refused() {
     let text = err.to_string();
     assert!(
         text.contains("talaria:plugin/tool-provider@0.2.0")
-            && text.contains("talaria:plugin@0.1.2"),
+            && text.contains("talaria:plugin@0.1.3"),
         "{text}"
     );
 }
@@ -296,8 +296,8 @@ async fn a_component_exporting_another_api_line_is_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_built_against_the_previous_wit_version_loads_and_runs() {
     // `legacy` is built from wit/versions/0.1.0 (the frozen first release);
-    // this host implements 0.1.2.
-    assert_eq!(talaria_plugin_host::HOST_API, semver::Version::new(0, 1, 2));
+    // this host implements 0.1.3.
+    assert_eq!(talaria_plugin_host::HOST_API, semver::Version::new(0, 1, 3));
     let root = tempfile::tempdir().unwrap();
     let host = host(root.path());
     let plugin = load_all(&host, &plugin_dir("test/legacy")).await;

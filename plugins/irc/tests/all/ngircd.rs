@@ -6,136 +6,11 @@
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
 use talaria_plugin_irc::outgoing::{MAX_LINE, privmsg_lines, text_limit};
-use talaria_plugin_irc::session::{Event, Session};
-use talaria_plugin_irc::settings::Settings;
-use talaria_plugin_sdk::chat_types::{ChatKind, InboundMessage};
+use talaria_plugin_sdk::chat_types::ChatKind;
 use talaria_testkit::ngircd::{Ngircd, NgircdOptions};
 
-const PATIENCE: Duration = Duration::from_secs(15);
-
-fn connect(server: &Ngircd) -> BufReader<TcpStream> {
-    let stream = TcpStream::connect(server.address()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    BufReader::new(stream)
-}
-
-fn write_line(stream: &mut BufReader<TcpStream>, line: &str) {
-    stream
-        .get_mut()
-        .write_all(format!("{line}\r\n").as_bytes())
-        .unwrap();
-}
-
-/// The next line, `None` when none came within the read timeout.
-fn read_line(stream: &mut BufReader<TcpStream>) -> Option<String> {
-    let mut line = String::new();
-    match stream.read_line(&mut line) {
-        Ok(0) => panic!("the server closed the connection"),
-        Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
-        Err(_) => None,
-    }
-}
-
-/// The adapter's side: a [`Session`] and its connection.
-struct Bot {
-    session: Session,
-    stream: BufReader<TcpStream>,
-    messages: Vec<InboundMessage>,
-}
-
-impl Bot {
-    fn connect(server: &Ngircd, nick: &str, channels: &[&str]) -> Self {
-        let settings = Settings {
-            server: "127.0.0.1".into(),
-            port: server.port,
-            tls: false,
-            nick: nick.into(),
-            channels: channels.iter().map(|c| (*c).to_owned()).collect(),
-            password: None,
-            realname: "Talaria test bot".into(),
-        };
-        let mut bot = Self {
-            session: Session::new(settings),
-            stream: connect(server),
-            messages: Vec::new(),
-        };
-        for line in bot.session.registration() {
-            write_line(&mut bot.stream, &line);
-        }
-        bot
-    }
-
-    /// Handles lines as the component does until `done` holds.
-    fn run_until(&mut self, what: &str, done: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + PATIENCE;
-        let mut seen = Vec::new();
-        while !done(self) {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; read {seen:#?}"
-            );
-            let Some(raw) = read_line(&mut self.stream) else {
-                continue;
-            };
-            seen.push(raw.clone());
-            for event in self.session.handle(&raw) {
-                match event {
-                    Event::Send(line) => write_line(&mut self.stream, &line),
-                    Event::Message(message) => self.messages.push(*message),
-                    Event::Fatal(why) => panic!("fatal: {why}"),
-                    Event::Registered | Event::Warn(_) => {}
-                }
-            }
-        }
-    }
-
-    fn joined(&self, channel: &str) -> bool {
-        self.session.joined().contains(&channel)
-    }
-}
-
-/// A plain user: registers and reads until a line contains `needle`.
-struct User {
-    stream: BufReader<TcpStream>,
-}
-
-impl User {
-    fn register(server: &Ngircd, nick: &str) -> Self {
-        let mut user = Self {
-            stream: connect(server),
-        };
-        user.send(&format!("NICK {nick}"));
-        user.send(&format!("USER {nick} 0 * :Test user"));
-        user.read_until(" 001 ");
-        user
-    }
-
-    fn send(&mut self, line: &str) {
-        write_line(&mut self.stream, line);
-    }
-
-    fn read_until(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?}"
-            );
-            if let Some(line) = read_line(&mut self.stream)
-                && line.contains(needle)
-            {
-                return line;
-            }
-        }
-    }
-}
+use crate::harness::{Bot, User, write_line};
 
 fn start() -> Option<(tempfile::TempDir, Ngircd)> {
     if !Ngircd::installed(false) {
@@ -151,8 +26,8 @@ fn registers_with_a_retried_nick_and_joins_after_the_welcome() {
     let Some((_dir, server)) = start() else {
         return;
     };
-    let _holder = User::register(&server, "talaria");
-    let mut bot = Bot::connect(&server, "talaria", &["#one", "#two"]);
+    let _holder = User::register(server.port, "talaria");
+    let mut bot = Bot::connect(server.port, "talaria", &["#one", "#two"]);
     bot.run_until("both joins", |bot| {
         bot.session.is_registered() && bot.joined("#one") && bot.joined("#two")
     });
@@ -164,9 +39,9 @@ fn channel_and_direct_messages_arrive_parsed_and_addressed() {
     let Some((_dir, server)) = start() else {
         return;
     };
-    let mut bot = Bot::connect(&server, "talaria", &["#talk"]);
+    let mut bot = Bot::connect(server.port, "talaria", &["#talk"]);
     bot.run_until("the join", |bot| bot.joined("#talk"));
-    let mut alice = User::register(&server, "alice");
+    let mut alice = User::register(server.port, "alice");
     alice.send("JOIN #talk");
     alice.read_until(" 366 ");
     alice.send("PRIVMSG #talk :Talaria: what is 2+2?");
@@ -189,16 +64,26 @@ fn channel_and_direct_messages_arrive_parsed_and_addressed() {
             )
         })
         .collect();
+    // ngIRCd offers no account capabilities: what addresses the bot waits
+    // for the WHOIS of its sender, the rest goes on at once.
     assert_eq!(
         seen,
         [
-            ("#talk", ChatKind::Channel, true, "what is 2+2?"),
             ("#talk", ChatKind::Channel, false, "just chatting"),
             ("#talk", ChatKind::Channel, false, "* alice waves"),
+            ("#talk", ChatKind::Channel, true, "what is 2+2?"),
             ("alice", ChatKind::Dm, true, "hello in private"),
         ]
     );
-    assert!(bot.messages.iter().all(|m| m.sender.id == "alice"));
+    let caps = bot.session.caps();
+    assert!(!caps.account_tag && !caps.extended_join);
+    // No services: alice is her whole mask, never her nick alone.
+    let ids: Vec<&str> = bot.messages.iter().map(|m| m.sender.id.as_str()).collect();
+    assert!(
+        ids.iter().all(|id| *id == "alice!~alice@127.0.0.1"),
+        "{ids:?}"
+    );
+    assert!(bot.messages.iter().all(|m| m.sender.name == "alice"));
 }
 
 #[test]
@@ -207,10 +92,10 @@ fn a_kick_is_followed_by_a_rejoin() {
         return;
     };
     // The first to join a channel is its operator, so alice may kick.
-    let mut alice = User::register(&server, "alice");
+    let mut alice = User::register(server.port, "alice");
     alice.send("JOIN #ops");
     alice.read_until(" 366 ");
-    let mut bot = Bot::connect(&server, "talaria", &["#ops"]);
+    let mut bot = Bot::connect(server.port, "talaria", &["#ops"]);
     bot.run_until("the join", |bot| bot.joined("#ops"));
     alice.send("KICK #ops talaria :out");
     bot.run_until("the kick", |bot| !bot.joined("#ops"));
@@ -225,9 +110,9 @@ fn split_multibyte_text_is_relayed_whole_within_512_bytes() {
     let Some((_dir, server)) = start() else {
         return;
     };
-    let mut bot = Bot::connect(&server, "talaria", &["#long"]);
+    let mut bot = Bot::connect(server.port, "talaria", &["#long"]);
     bot.run_until("the join", |bot| bot.joined("#long"));
-    let mut alice = User::register(&server, "alice");
+    let mut alice = User::register(server.port, "alice");
     alice.send("JOIN #long");
     alice.read_until(" 366 ");
 

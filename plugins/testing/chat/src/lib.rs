@@ -11,6 +11,10 @@
 //! - `typing` writes `TYPING <chat>`, `close` writes `BYE`.
 //! - With `stall` "true", `next-events` waits for input only, ignoring its
 //!   timeout and host-work (the host must cut it off).
+//! - Identities (`chat-identity`): a user `weak:NAME` is a weak `mask`, a
+//!   user `nick:NAME` a `nick` (name only), any other a strong `user`; each
+//!   is also known as `USER@probe`. `allowed_users` entries starting with
+//!   `bad` are refused.
 
 use std::cell::RefCell;
 
@@ -19,7 +23,10 @@ use talaria_plugin_sdk::chat_types::{
     Capabilities, Chat, ChatDetails, ChatKind, InboundMessage, LengthUnit, Outbound, SendOutcome,
     Sender, WebhookRequest, WebhookResponse,
 };
-use talaria_plugin_sdk::{ChatAdapter, ChatConnection, chat_host, config, serde_json};
+use talaria_plugin_sdk::{
+    ChatAdapter, ChatConnection, ChatIdentity, IdStrength, SenderIdentity, chat_host, config,
+    serde_json,
+};
 use wasip2::clocks::monotonic_clock;
 use wasip2::io::poll;
 use wasip2::io::streams::{InputStream, OutputStream, StreamError};
@@ -40,6 +47,33 @@ impl ChatAdapter for Loopback {
 
     fn platform() -> String {
         setting("platform", "loopback")
+    }
+}
+
+impl ChatIdentity for Loopback {
+    fn identify(message: InboundMessage) -> SenderIdentity {
+        let user = message.sender.id;
+        let (kind, strength) = if user.starts_with("weak:") {
+            ("mask", IdStrength::Weak)
+        } else if user.starts_with("nick:") {
+            ("nick", IdStrength::NameOnly)
+        } else {
+            ("user", IdStrength::Strong)
+        };
+        SenderIdentity {
+            kind: kind.into(),
+            strength,
+            also_known_as: vec![format!("{user}@probe")],
+        }
+    }
+
+    fn check_allowed_user(entry: String) -> Result<(), String> {
+        if entry.starts_with("bad") {
+            return Err(format!(
+                "chat-probe refuses {entry:?}: no entry may start with bad"
+            ));
+        }
+        Ok(())
     }
 }
 

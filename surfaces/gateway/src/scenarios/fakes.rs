@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use crate::ports::{
     Chat, ChatCapabilities, ChatKind, CommandEffect, CommandReply, Connection, Connector, HostWork,
-    InboundMessage, Outbound, SendOutcome, Sender, Turn, TurnOutcome, TurnResult, TurnRunner,
-    WebhookRequest, WebhookResponse,
+    InboundMessage, Outbound, SendOutcome, Sender, SenderIdentity, Turn, TurnOutcome, TurnResult,
+    TurnRunner, WebhookRequest, WebhookResponse,
 };
 use crate::split::LengthUnit;
 
@@ -331,6 +331,7 @@ pub fn message(chat: &str, kind: ChatKind, user: &str, text: &str) -> InboundMes
             id: user.into(),
             name: user.into(),
             is_bot: false,
+            identity: SenderIdentity::default(),
         },
         text: text.into(),
         message_id: None,

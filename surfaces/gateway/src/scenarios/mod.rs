@@ -5,6 +5,7 @@ mod busy;
 mod clarify;
 mod delivery;
 mod fakes;
+mod identity;
 mod messages;
 mod reconnect;
 

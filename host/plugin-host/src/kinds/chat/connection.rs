@@ -13,8 +13,10 @@ use super::types::{
     ChatCapabilities, ChatDetails, InboundMessage, Outbound, SendOutcome, WebhookRequest,
     WebhookResponse,
 };
+use crate::bindings::chat_identity_world::exports::talaria::plugin::chat_identity::Guest as IdentityGuest;
 use crate::bindings::chat_world::ChatAdapterPlugin;
 use crate::bindings::chat_world::exports::talaria::plugin::chat_adapter::Guest;
+use crate::bindings::chat_world::talaria::plugin::chat_types as wit;
 use crate::error::CallError;
 use crate::imports::chat::{ChatHostState, HostWork};
 use crate::invoke::{CallFor, Invocation, classify, prepare, race};
@@ -93,6 +95,8 @@ pub struct ChatConnection {
     plugin: LoadedPlugin,
     resident: Resident,
     adapter: ChatAdapterPlugin,
+    /// `chat-identity`, when the component exports it (0.1.3).
+    identity: Option<IdentityGuest>,
     connection: ResourceAny,
     work: HostWork,
 }
@@ -156,16 +160,26 @@ impl ChatConnection {
         });
         let store = &mut prepared.store;
         let opening = async {
-            let adapter = slot.pre.instantiate_async(&mut *store).await?;
+            let instance = slot.pre.instance.instantiate_async(&mut *store).await?;
+            let adapter = slot.pre.adapter.load(&mut *store, &instance)?;
+            let identity = match &slot.pre.identity {
+                Some(indices) => Some(
+                    indices
+                        .load(&mut *store, &instance)?
+                        .talaria_plugin_chat_identity()
+                        .clone(),
+                ),
+                None => None,
+            };
             let opened = adapter
                 .talaria_plugin_chat_adapter()
                 .connection()
                 .call_open(&mut *store, attempt)
                 .await?;
-            Ok((adapter, opened))
+            Ok((adapter, identity, opened))
         };
         let raced = race(opening, shared.timeout(), None).await;
-        let (adapter, opened) = classify(raced, &prepared, &shared, "open")?;
+        let (adapter, identity, opened) = classify(raced, &prepared, &shared, "open")?;
         let connection = opened.map_err(|message| ChatError::Adapter {
             plugin: name,
             call: "open",
@@ -175,6 +189,7 @@ impl ChatConnection {
             plugin: plugin.clone(),
             resident: Resident::new(shared, prepared),
             adapter,
+            identity,
             connection,
             work,
         })
@@ -216,17 +231,21 @@ impl ChatConnection {
     ) -> Result<Vec<InboundMessage>, ChatError> {
         let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
         let limit = Duration::from_millis(timeout_ms.into()) + NEXT_EVENTS_MARGIN;
+        let identity = self.identity.clone();
         let result = self
             .call("next-events", limit, async |store, guest, conn| {
-                guest
+                let events = guest
                     .connection()
-                    .call_next_events(store, conn, timeout_ms)
-                    .await
+                    .call_next_events(&mut *store, conn, timeout_ms)
+                    .await?;
+                match events {
+                    Ok(events) => Ok(Ok(identified(store, identity.as_ref(), events).await?)),
+                    Err(message) => Ok(Err(message)),
+                }
             })
             .await;
         self.work.lower();
-        let events = result?.map_err(|message| self.adapter_error("next-events", message))?;
-        Ok(events.into_iter().map(Into::into).collect())
+        result?.map_err(|message| self.adapter_error("next-events", message))
     }
 
     /// Sends one message (no longer than the capabilities allow).
@@ -303,15 +322,26 @@ impl ChatConnection {
     ) -> Result<(WebhookResponse, Vec<InboundMessage>), ChatError> {
         let limit = self.resident.shared.timeout();
         let request = request.into();
+        let identity = self.identity.clone();
         let (response, events) = self
             .call("webhook", limit, async |store, guest, conn| {
-                guest.connection().call_webhook(store, conn, &request).await
+                let (response, events) = guest
+                    .connection()
+                    .call_webhook(&mut *store, conn, &request)
+                    .await?;
+                Ok((
+                    response,
+                    identified(store, identity.as_ref(), events).await?,
+                ))
             })
             .await?;
-        Ok((
-            response.into(),
-            events.into_iter().map(Into::into).collect(),
-        ))
+        Ok((response.into(), events))
+    }
+
+    /// Whether the adapter says how it identifies senders (`chat-identity`,
+    /// 0.1.3); without it every sender's identity is unstated.
+    pub fn states_identity(&self) -> bool {
+        self.identity.is_some()
     }
 
     /// Signs off and drops the connection; later calls say
@@ -358,4 +388,26 @@ impl ChatConnection {
             Err(Unusable::Closed) => Err(ChatError::Closed { plugin }),
         }
     }
+}
+
+/// `events` as the host's messages, each sender's identity as the adapter's
+/// `chat-identity` says (unstated without it).
+async fn identified(
+    store: &mut Store<PluginState>,
+    identity: Option<&IdentityGuest>,
+    events: Vec<wit::InboundMessage>,
+) -> wasmtime::Result<Vec<InboundMessage>> {
+    let mut messages = Vec::with_capacity(events.len());
+    for event in events {
+        let said = match identity {
+            Some(guest) => Some(guest.call_identify(&mut *store, &event).await?),
+            None => None,
+        };
+        let mut message = InboundMessage::from(event);
+        if let Some(said) = said {
+            message.sender.identity = said.into();
+        }
+        messages.push(message);
+    }
+    Ok(messages)
 }

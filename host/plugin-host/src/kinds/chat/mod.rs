@@ -10,7 +10,8 @@ use wasmtime::component::InstancePre;
 
 use super::platform::checked_platform_name;
 use super::{Kind, Slot, Slots};
-use crate::bindings::chat_world::ChatAdapterPluginPre;
+use crate::bindings::chat_identity_world::ChatAdapterIdentityPluginIndices;
+use crate::bindings::chat_world::ChatAdapterPluginIndices;
 use crate::error::LoadError;
 use crate::invoke::{Invocation, once_at_load};
 use crate::loaded::LoadedPlugin;
@@ -22,22 +23,36 @@ pub(crate) mod types;
 
 pub use connection::{ChatConnection, ChatError, NEXT_EVENTS_MARGIN};
 
+/// What runs a chat adapter: the `chat-adapter` exports, and the
+/// `chat-identity` ones when the component has them (0.1.3).
+pub(crate) struct ChatPre {
+    pub(crate) instance: InstancePre<PluginState>,
+    pub(crate) adapter: ChatAdapterPluginIndices,
+    pub(crate) identity: Option<ChatAdapterIdentityPluginIndices>,
+}
+
 /// The `chat` kind: the platform's name, read at load.
 pub(crate) struct ChatAdapterKind;
 
 impl Kind for ChatAdapterKind {
     const KIND: PluginKind = PluginKind::Chat;
-    type Pre = ChatAdapterPluginPre<PluginState>;
+    type Pre = ChatPre;
     type Listed = String;
 
     fn pre(instance: &InstancePre<PluginState>) -> wasmtime::Result<Self::Pre> {
-        ChatAdapterPluginPre::new(instance.clone())
+        Ok(ChatPre {
+            instance: instance.clone(),
+            adapter: ChatAdapterPluginIndices::new(instance)?,
+            // A 0.1.2 component does not say how it identifies senders.
+            identity: ChatAdapterIdentityPluginIndices::new(instance).ok(),
+        })
     }
 
     async fn list(inv: &Invocation<'_>, pre: &Self::Pre) -> Result<String, LoadError> {
         let asked = once_at_load(inv, "platform", async |store| {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            instance
+            let instance = pre.instance.instantiate_async(&mut *store).await?;
+            pre.adapter
+                .load(&mut *store, &instance)?
                 .talaria_plugin_chat_adapter()
                 .call_platform(store)
                 .await
@@ -136,6 +151,43 @@ impl PluginChatAdapters {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// What `plugin`'s adapter says of each of `entries` (the platform's
+/// `allowed_users`): the entries it refuses, each with its reason. An
+/// adapter without `chat-identity` (0.1.2) refuses none. Runs in a fresh
+/// instance, as at load.
+pub async fn check_allowed_users(
+    plugin: &LoadedPlugin,
+    entries: &[String],
+) -> Result<Vec<(String, String)>, ChatError> {
+    let name = plugin.name().to_owned();
+    let Some(slot) = plugin.inner.slot::<ChatAdapterKind>() else {
+        return Err(ChatError::NotAnAdapter { plugin: name });
+    };
+    let Some(indices) = &slot.pre.identity else {
+        return Ok(Vec::new());
+    };
+    let inv = Invocation {
+        engine: &plugin.inner.host.engine,
+        shared: &plugin.inner.shared,
+    };
+    let answers = once_at_load(&inv, "check-allowed-user", async |store| {
+        let instance = slot.pre.instance.instantiate_async(&mut *store).await?;
+        let guest = indices.load(&mut *store, &instance)?;
+        let guest = guest.talaria_plugin_chat_identity();
+        let mut answers = Vec::with_capacity(entries.len());
+        for entry in entries {
+            answers.push(guest.call_check_allowed_user(&mut *store, entry).await?);
+        }
+        Ok(answers)
+    })
+    .await?;
+    Ok(entries
+        .iter()
+        .zip(answers)
+        .filter_map(|(entry, answer)| answer.err().map(|why| (entry.clone(), why)))
+        .collect())
 }
 
 /// A platform's settings (`gateway.platforms.<name>` as JSON) as the config

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::bindings::chat_identity_world::exports::talaria::plugin::chat_identity as identity;
 use crate::bindings::chat_world::talaria::plugin::chat_types as wit;
 
 /// What kind of conversation a chat is.
@@ -40,6 +41,37 @@ pub struct Sender {
     pub name: String,
     /// Another bot or a service: never answered.
     pub is_bot: bool,
+    /// What kind of id `id` is and how far to trust it, as the adapter
+    /// says (`chat-identity`, 0.1.3).
+    pub identity: SenderIdentity,
+}
+
+/// How hard it is for someone else to be reported with a sender's id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum IdStrength {
+    /// The platform vouches for it (a services account, a numeric user id).
+    Strong,
+    /// Anyone with the same traits gets it (an IRC `nick!user@host`).
+    Weak,
+    /// Anyone may claim it once it is free (a bare nick): never matched
+    /// against allowlists, never paired.
+    NameOnly,
+    /// The adapter does not say (a 0.1.2 component): taken at its word, as
+    /// before 0.1.3.
+    #[default]
+    Unstated,
+}
+
+/// What the adapter says about a sender's id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SenderIdentity {
+    /// The platform's word for the kind of id (`account`, `mask`,
+    /// `user-id`); empty when unstated.
+    pub kind: String,
+    /// How far to trust it.
+    pub strength: IdStrength,
+    /// Other names of the sender `allowed_users` entries may match.
+    pub also_known_as: Vec<String>,
 }
 
 /// A file sent with a message, fetched with
@@ -202,6 +234,7 @@ impl From<wit::InboundMessage> for InboundMessage {
                 id: m.sender.id,
                 name: m.sender.name,
                 is_bot: m.sender.is_bot,
+                identity: SenderIdentity::default(),
             },
             text: m.text,
             message_id: m.message_id,
@@ -291,6 +324,20 @@ impl From<wit::WebhookResponse> for WebhookResponse {
             status: r.status,
             headers: r.headers,
             body: r.body,
+        }
+    }
+}
+
+impl From<identity::SenderIdentity> for SenderIdentity {
+    fn from(i: identity::SenderIdentity) -> Self {
+        Self {
+            kind: i.kind,
+            strength: match i.strength {
+                identity::IdStrength::Strong => IdStrength::Strong,
+                identity::IdStrength::Weak => IdStrength::Weak,
+                identity::IdStrength::NameOnly => IdStrength::NameOnly,
+            },
+            also_known_as: i.also_known_as,
         }
     }
 }

@@ -24,7 +24,9 @@ use talaria_plugin_sdk::chat_types::{
     Capabilities, Chat, ChatDetails, ChatKind, InboundMessage, LengthUnit, Outbound, SendOutcome,
     Sender, WebhookRequest, WebhookResponse,
 };
-use talaria_plugin_sdk::{ChatAdapter, ChatConnection, config, log, serde_json};
+use talaria_plugin_sdk::{
+    ChatAdapter, ChatConnection, ChatIdentity, IdStrength, SenderIdentity, config, log, serde_json,
+};
 
 /// The platform's name: its key in config.yaml (`gateway.platforms.<name>`).
 /// The crate's name, which is the plugin's.
@@ -175,6 +177,30 @@ impl ChatAdapter for Adapter {
 
     fn platform() -> String {
         PLATFORM.to_owned()
+    }
+}
+
+/// How the adapter identifies senders. The host binds sessions, pairing and
+/// `allowed_users` to `sender.id`, trusting it as far as this says: here the
+/// server names each user, so an id is as strong as the server's sign-in.
+/// Say `Strong` for an account or a numeric id the platform vouches for, and
+/// `NameOnly` for a name anyone may take once it is free (the host then
+/// never matches or pairs it).
+impl ChatIdentity for Adapter {
+    fn identify(_message: InboundMessage) -> SenderIdentity {
+        SenderIdentity {
+            kind: "user".into(),
+            strength: IdStrength::Weak,
+            also_known_as: Vec::new(),
+        }
+    }
+
+    /// An `allowed_users` entry must be a user name as the server sends it.
+    fn check_allowed_user(entry: String) -> Result<(), String> {
+        if entry.is_empty() || entry.contains(char::is_whitespace) {
+            return Err(format!("{entry:?} is not a user name (no spaces)"));
+        }
+        Ok(())
     }
 }
 
