@@ -10,7 +10,7 @@ use talaria_kernel::prompt::{DEFAULT_PERSONA, tool_use_guidance};
 use talaria_kernel::{
     AgentLoop, CancellationToken, Compaction, Conversation, EventSink, Exit, Hooks, ImageRef,
     LoopError, LoopState, ModelProvider, ModelRoute, NoHooks, Ports, PromptBuilder, Section,
-    SessionStore, Summarizer, SystemClock, ToolDispatcher,
+    Summarizer, SystemClock, ToolDispatcher,
 };
 
 use crate::key_health::RememberedKey;
@@ -18,10 +18,9 @@ use talaria_approval::Approver;
 use talaria_plugin_host::ExecServices;
 use talaria_profile::config::{ApprovalMode, ConfigFile, NetworkConfig};
 use talaria_profile::home::ProfileHome;
-use talaria_profile::memory_config::{MemoryScope, MemoryScopes};
 use talaria_profile::settings::{ModelSettings, Settings};
 use talaria_providers::ProviderConfig;
-use talaria_store::{NewSession, Principal, SessionDb, SqliteSessionStore};
+use talaria_store::{Principal, SessionDb};
 use talaria_tools::{
     DispatchOptions, Dispatcher, Profile, ResultBudget, Selection, ToolsetDef, Toolsets,
 };
@@ -30,7 +29,7 @@ use crate::auxiliary::Auxiliary;
 use crate::exec_setup::exec_services;
 use crate::knowledge::Knowledge;
 use crate::plugins::{StoreSearch, load_plugins};
-use crate::store::MemorySessionStore;
+use crate::session_setup::{memory_dir, open_session_db, resume_or_start, session_store};
 use crate::tools::{
     BROWSER_TOOLS, BrowserTools, ChildKit, MAX_DEPTH, NativeToolInputs, native_tools,
 };
@@ -556,32 +555,6 @@ pub struct ChatUser {
     pub user_id: String,
 }
 
-/// Where a session's built-in memory (`MEMORY.md`, `USER.md`) lives: the owner's surfaces use
-/// the owner's; shared surfaces follow `memory.scope` — a chat user's, a group's or a
-/// client's own directory, the owner's when the owner chose to share it, or none.
-fn memory_dir(
-    home: &ProfileHome,
-    surface: Surface,
-    principal: &Principal,
-    scopes: MemoryScopes,
-) -> Option<std::path::PathBuf> {
-    let scope = match surface {
-        Surface::Gateway => scopes.chat,
-        Surface::ApiServer => scopes.api,
-        Surface::McpServer => scopes.mcp,
-        Surface::Webhook => scopes.webhook,
-        Surface::Terminal | Surface::OneShot | Surface::Editor | Surface::Cron | Surface::Batch => {
-            MemoryScope::Owner
-        }
-    };
-    match scope {
-        MemoryScope::None => None,
-        MemoryScope::Owner => Some(home.memory_dir()),
-        MemoryScope::Own if principal.is_owner() => Some(home.memory_dir()),
-        MemoryScope::Own => Some(home.principal_memory_dir(&principal.file_name())),
-    }
-}
-
 /// The profile's image store: where every surface prepares the images a user attaches.
 pub fn image_store(home: &ProfileHome) -> ImageStore {
     ImageStore::new(home.images_dir())
@@ -627,24 +600,6 @@ fn delegation_depth(settings: &Settings) -> Result<u32, BuildError> {
         )));
     }
     Ok(depth)
-}
-
-/// The session database. Sessions are kept in SQLite; if that is impossible
-/// a new session still runs, in memory, and the user is told it will not be
-/// kept (a resumed one cannot run without it).
-fn open_session_db(
-    home: &ProfileHome,
-    resuming: bool,
-    notices: &mut Vec<String>,
-) -> Result<Option<Arc<SessionDb>>, BuildError> {
-    match SessionDb::open(home.session_db()) {
-        Ok(db) => Ok(Some(Arc::new(db))),
-        Err(error) if resuming => Err(BuildError(format!("cannot resume: {error}"))),
-        Err(error) => {
-            notices.push(format!("this session will not be saved: {error}"));
-            Ok(None)
-        }
-    }
 }
 
 /// What `cronjob` works on: the profile's jobs in its time zone, created
@@ -710,65 +665,6 @@ fn side_model(
             primary.model.clone(),
         ))),
         None => Err(BuildError("no model configured".into())),
-    }
-}
-
-/// The session's id and history: the stored session to resume (tool calls
-/// its last turn never finished are marked interrupted), else a new one.
-fn resume_or_start(
-    resume: Option<&str>,
-    db: Option<&Arc<SessionDb>>,
-    principal: &Principal,
-    notices: &mut Vec<String>,
-) -> Result<(String, Vec<talaria_kernel::Message>), BuildError> {
-    let (Some(id), Some(db)) = (resume, db) else {
-        return Ok((new_session_id(), Vec::new()));
-    };
-    // Another principal's session is as unknown as a missing one; a new one is started
-    // under the id only when nobody has it.
-    let exists = db
-        .session(id)
-        .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
-    if exists.is_some_and(|row| !principal.sees(row.principal.as_str())) {
-        return Err(BuildError(format!(
-            "cannot resume session {id}: no such session"
-        )));
-    }
-    let resumed = db
-        .messages_for_resume(id)
-        .map_err(|e| BuildError(format!("cannot resume session {id}: {e}")))?;
-    if resumed.repaired > 0 {
-        notices.push(format!(
-            "{} tool call(s) of the last turn never finished; they are marked interrupted",
-            resumed.repaired
-        ));
-    }
-    Ok((id.to_owned(), resumed.messages))
-}
-
-/// Where the session's messages go: the database, else memory.
-fn session_store(
-    db: Option<&Arc<SessionDb>>,
-    session_id: &str,
-    surface: Surface,
-    settings: &Settings,
-    cwd: &Path,
-    principal: &Principal,
-) -> Arc<dyn SessionStore> {
-    match db {
-        Some(db) => Arc::new(SqliteSessionStore::new(
-            db.clone(),
-            NewSession {
-                id: session_id.to_owned(),
-                title: None,
-                source: surface.name().to_owned(),
-                model: settings.primary.model.clone(),
-                cwd: Some(cwd.display().to_string()),
-                parent_session_id: None,
-                principal: principal.clone(),
-            },
-        )),
-        None => Arc::new(MemorySessionStore::default()),
     }
 }
 
@@ -848,12 +744,4 @@ fn dispatch_options(
         schemas: config.schemas,
         redact_secrets: settings.security.redact_secrets,
     }
-}
-
-/// A sortable, unique-enough session id: UTC timestamp plus random suffix.
-fn new_session_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    format!("{}_{:06x}", now.as_secs(), fastrand::u32(..0x0100_0000))
 }

@@ -22,6 +22,7 @@ mod messenger;
 pub mod plugin_compile;
 pub mod plugins;
 pub mod session_ops;
+mod session_setup;
 mod smart_approval;
 pub mod store;
 #[cfg(test)]
