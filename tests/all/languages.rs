@@ -281,12 +281,14 @@ pub(crate) fn build(home: &Home, project: &Path, cache: &str, name: &str) -> Opt
 }
 
 /// The compiled components in the home's cache.
+/// The compiled components in `home`'s cache.
 fn compiled(home: &Home) -> BTreeSet<String> {
     std::fs::read_dir(home.path().join("cache/plugins"))
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".cwasm"))
                 .collect()
         })
         .unwrap_or_default()

@@ -32,15 +32,37 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::imports::kv::{hex, write_atomically, write_atomically_shared};
-#[cfg(feature = "compiler")]
-use crate::mac::seal;
-use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, unseal};
+use crate::loaded_code::Trust;
+use crate::mac::{CacheKey, KEY_LEN, Purpose, mac, seal, unseal};
 use crate::prebuilt::{PREBUILT_DIGESTS, PrebuiltDir};
 use talaria_plugin_manifest::files::{read_regular, require_regular};
 
-/// Where Extism modules' tool lists are kept, in the cache directory.
-#[cfg(feature = "extism")]
-const DESCRIBED_DIR: &str = "described";
+/// What the cache remembers besides compiled code, each in its own directory and under its
+/// own MAC purpose.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Record {
+    /// An Extism module's tool list.
+    #[cfg_attr(not(feature = "extism"), allow(dead_code))]
+    Described,
+    /// What a component listed at load ([`crate::listing`]).
+    Listing,
+}
+
+impl Record {
+    fn dir(self) -> &'static str {
+        match self {
+            Record::Described => "described",
+            Record::Listing => "listed",
+        }
+    }
+
+    fn purpose(self) -> Purpose {
+        match self {
+            Record::Described => Purpose::Described,
+            Record::Listing => Purpose::Listing,
+        }
+    }
+}
 
 /// Feeds `Hash` output into SHA-256, so the engine's compatibility hash is
 /// stable across processes (unlike `DefaultHasher`, whose keys may change).
@@ -66,6 +88,7 @@ impl std::hash::Hasher for Sha256Hasher {
 pub(crate) struct Counters {
     pub(crate) compiled: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
+    pub(crate) deferred: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -86,6 +109,8 @@ pub(crate) enum LoadFileError {
     Read(std::io::Error),
     /// It could not be compiled or its compiled form not loaded.
     Compile(String),
+    /// It is not the component expected (changed on disk).
+    Changed,
 }
 
 /// How a component was obtained.
@@ -136,38 +161,57 @@ impl CompileCache {
             .map(|hash| format!("{digest}-{hash}.cwasm"))
     }
 
-    /// The component in the file at `path`, from the cache when possible; the file is read
-    /// (and hashed) only when its remembered digest is missing or out of date. Anything but a
-    /// regular file is refused before it is opened.
-    /// `before_compile` hears the component's size when it must be compiled.
+    /// The SHA-256 of the component file at `path` as remembered, when the memo is of the
+    /// file's current version and verifies: nothing of the component is read.
+    pub(crate) fn remembered(&self, path: &Path) -> Option<String> {
+        let metadata = std::fs::metadata(path).ok()?;
+        require_regular(&metadata).ok()?;
+        let key = self.key.existing()?;
+        remembered_digest(&key, &self.memo_path(path), path, &file_stamp(&metadata))
+    }
+
+    fn memo_path(&self, path: &Path) -> PathBuf {
+        self.dir
+            .join("sources")
+            .join(hex(&Sha256::digest(path.as_os_str().as_encoded_bytes())))
+    }
+
+    /// The component in the file at `path`, from the cache when possible, and its SHA-256;
+    /// the file is read (and hashed) only when its remembered digest is missing or out of
+    /// date. Anything but a regular file is refused before it is opened.
+    /// `before_compile` hears the component's size when it must be compiled. With `expected`,
+    /// a component of another digest is refused before anything is compiled or loaded.
     pub(crate) fn load_file(
         &self,
         engine: &Engine,
         path: &Path,
+        expected: Option<&str>,
         before_compile: &dyn Fn(u64),
-    ) -> Result<(Component, Origin), LoadFileError> {
-        let memo = self
-            .dir
-            .join("sources")
-            .join(hex(&Sha256::digest(path.as_os_str().as_encoded_bytes())));
+    ) -> Result<(Component, Origin, String), LoadFileError> {
+        let memo = self.memo_path(path);
         let metadata = std::fs::metadata(path).map_err(LoadFileError::Read)?;
         require_regular(&metadata).map_err(LoadFileError::Read)?;
         if let Some(key) = self.key.existing()
             && let Some(digest) = remembered_digest(&key, &memo, path, &file_stamp(&metadata))
-            && let Some(found) = self.find_compiled(engine, &digest)
+            && let Some((component, origin)) = self.find_compiled(engine, &digest)
         {
-            return Ok(found);
+            return Ok((component, origin, digest));
         }
         let (wasm, metadata) = read_regular(path).map_err(LoadFileError::Read)?;
         let digest = hex(&Sha256::digest(&wasm));
+        if expected.is_some_and(|expected| expected != digest) {
+            return Err(LoadFileError::Changed);
+        }
         // A memo that cannot be written only costs hashing again next time.
         if let Ok(key) = self.key.get_or_create() {
             let line = memo_line(&key, path, &file_stamp(&metadata), &digest);
             let _ = create_private_dir(&self.dir.join("sources"))
                 .and_then(|()| write_atomically(&memo, line.as_bytes()));
         }
-        self.load_digested(engine, &wasm, &digest, before_compile)
-            .map_err(LoadFileError::Compile)
+        let (component, origin) = self
+            .load_digested(engine, &wasm, &digest, before_compile)
+            .map_err(LoadFileError::Compile)?;
+        Ok((component, origin, digest))
     }
 
     /// The compiled form of the component whose SHA-256 is `digest`: from the profile cache (if
@@ -186,20 +230,28 @@ impl CompileCache {
             });
         };
         let path = self.dir.join(&name);
-        if let Some(key) = self.key.existing()
-            && let Ok((sealed, _)) = read_regular(&path)
-        {
-            match unseal(&key, Purpose::Compiled, &name, &sealed)
-                .map(|body| deserialize_verified(engine, body))
-            {
-                Some(Ok(component)) => {
-                    self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Some((component, Origin::Cached));
-                }
-                // Tampered, unsealed, stale or damaged: compiled again (and replaced) by the
-                // caller, never loaded.
-                Some(Err(_)) | None => {
-                    let _ = std::fs::remove_file(&path);
+        if let Some(key) = self.key.existing() {
+            // Verified under this key earlier in the process (another key trusts nothing).
+            let trust = Trust::Key(blake3::hash(&key));
+            if let Some(component) = crate::loaded_code::remembered(&path, trust) {
+                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Some((component, Origin::Cached));
+            }
+            if let Ok((sealed, metadata)) = read_regular(&path) {
+                match unseal(&key, Purpose::Compiled, &name, &sealed)
+                    .map(|body| deserialize_verified(engine, body))
+                {
+                    Some(Ok(component)) => {
+                        self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                        let stamp = file_stamp(&metadata);
+                        crate::loaded_code::remember(&path, trust, &stamp, &component);
+                        return Some((component, Origin::Cached));
+                    }
+                    // Tampered, unsealed, stale or damaged: compiled again (and replaced) by the
+                    // caller, never loaded.
+                    Some(Err(_)) | None => {
+                        let _ = std::fs::remove_file(&path);
+                    }
                 }
             }
         }
@@ -214,9 +266,18 @@ impl CompileCache {
         prebuilt: &PrebuiltDir,
         name: &str,
     ) -> Option<(Component, Origin)> {
-        let bytes = prebuilt.verified(name)?;
+        if let Some(component) = prebuilt
+            .listed_path(name)
+            .and_then(|path| crate::loaded_code::remembered(&path, Trust::Distribution))
+        {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Some((component, Origin::Cached));
+        }
+        let (bytes, path, metadata) = prebuilt.verified(name)?;
         let component = deserialize_verified(engine, &bytes).ok()?;
         self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+        let stamp = file_stamp(&metadata);
+        crate::loaded_code::remember(&path, Trust::Distribution, &stamp, &component);
         Some((component, Origin::Cached))
     }
 
@@ -273,33 +334,37 @@ impl CompileCache {
         let component = deserialize_verified(engine, &compiled)
             .map_err(|e| format!("loading the compiled component: {}", error_text(&e)))?;
         if let Ok(key) = self.key.get_or_create() {
-            let _ = write_atomically(
-                &self.dir.join(&name),
-                &seal(&key, Purpose::Compiled, &name, compiled),
-            );
+            let path = self.dir.join(&name);
+            if write_atomically(&path, &seal(&key, Purpose::Compiled, &name, compiled)).is_ok() {
+                let trust = Trust::Key(blake3::hash(&key));
+                crate::loaded_code::remember_current(&path, trust, &component);
+            }
         }
         Ok((component, Origin::Compiled))
     }
 
-    #[cfg(feature = "extism")]
-    /// An Extism module's tool list stored by [`Self::store_described`] as `name`, if its MAC
-    /// verifies: a planted list could claim a tool is read-only, or say anything to the model.
-    pub(crate) fn described(&self, name: &str) -> Option<Vec<u8>> {
+    /// A record stored by [`Self::store_record`] as `name`, if its MAC verifies: a planted
+    /// tool list could claim a tool is read-only, or say anything to the model.
+    pub(crate) fn record(&self, kind: Record, name: &str) -> Option<Vec<u8>> {
         let key = self.key.existing()?;
-        let (sealed, _) = read_regular(&self.dir.join(DESCRIBED_DIR).join(name)).ok()?;
-        unseal(&key, Purpose::Described, name, &sealed).map(<[u8]>::to_vec)
+        let (sealed, _) = read_regular(&self.dir.join(kind.dir()).join(name)).ok()?;
+        unseal(&key, kind.purpose(), name, &sealed).map(<[u8]>::to_vec)
     }
 
-    #[cfg(feature = "extism")]
-    /// Remembers an Extism module's tool list as `name` (a failure only costs a compilation
-    /// and `describe` at the next start).
-    pub(crate) fn store_described(&self, name: &str, list: &[u8]) {
+    /// Remembers a record as `name` (a failure only costs listing the plugin again at the
+    /// next start).
+    pub(crate) fn store_record(&self, kind: Record, name: &str, body: &[u8]) {
         let Ok(key) = self.key.get_or_create() else {
             return;
         };
-        let dir = self.dir.join(DESCRIBED_DIR);
-        let sealed = seal(&key, Purpose::Described, name, list.to_vec());
+        let dir = self.dir.join(kind.dir());
+        let sealed = seal(&key, kind.purpose(), name, body.to_vec());
         let _ = create_private_dir(&dir).and_then(|()| write_atomically(&dir.join(name), &sealed));
+    }
+
+    /// The engine's compatibility hash (none in a runtime-only host).
+    pub(crate) fn engine_hash(&self) -> Option<&str> {
+        self.engine_hash.as_deref()
     }
 
     /// Writes every compiled component of this cache whose MAC verifies into `out` as a
@@ -335,7 +400,7 @@ impl CompileCache {
 
 /// What identifies one version of a file without reading it: size, inode, device, and the
 /// modification and change times in nanoseconds (the change time cannot be set back by hand).
-fn file_stamp(metadata: &std::fs::Metadata) -> String {
+pub(crate) fn file_stamp(metadata: &std::fs::Metadata) -> String {
     use std::os::unix::fs::MetadataExt;
     format!(
         "{} {} {} {}.{} {}.{}",

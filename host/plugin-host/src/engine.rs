@@ -3,7 +3,12 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::bindings::{ToolPlugin, chat_world};
+use crate::cache::error_text;
+use crate::state::{HostCtx, PluginState};
 
 /// How often the epoch advances. Calls yield to the async executor once per
 /// tick, which is what makes timeouts and cancellation prompt.
@@ -18,6 +23,11 @@ pub const POOLING_ENV: &str = "TALARIA_WASM_POOLING";
 const POOL_INSTANCES: u32 = 128;
 
 static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+
+/// The process's linkers: built once (the WASI, HTTP and `talaria:plugin` imports are the
+/// same for every host; what differs per session is in each store's data), so that a
+/// component prepared once serves every session of a long-lived process.
+static LINKERS: OnceLock<Result<Linkers, String>> = OnceLock::new();
 
 /// Whether the pooling allocator is in use.
 static POOLING: OnceLock<bool> = OnceLock::new();
@@ -108,4 +118,47 @@ pub(crate) fn engine() -> Result<&'static Engine, String> {
 /// Whether the shared engine uses the pooling allocator.
 pub fn uses_pooling() -> bool {
     POOLING.get().copied().unwrap_or(false)
+}
+
+/// The linkers every plugin host shares.
+pub(crate) struct Linkers {
+    /// Every import but `chat-host`.
+    pub(crate) plain: Linker<PluginState>,
+    /// `plain` plus `chat-host`, for components exporting `chat-adapter`.
+    pub(crate) chat: Linker<PluginState>,
+}
+
+fn create_linkers(engine: &Engine) -> Result<Linkers, String> {
+    let mut plain = Linker::<PluginState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut plain)
+        .and_then(|()| crate::imports::name_lookup::shadow_in(&mut plain))
+        .map_err(|e| error_text(&e))?;
+    // Always linked so any component importing it loads; each request is
+    // checked against the plugin's network grants (none: all denied).
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut plain)
+        .map_err(|e| error_text(&e))?;
+    ToolPlugin::add_to_linker::<PluginState, HasSelf<HostCtx>>(&mut plain, |state| &mut state.host)
+        .map_err(|e| error_text(&e))?;
+    let mut chat = plain.clone();
+    chat_world::talaria::plugin::chat_types::add_to_linker::<_, HasSelf<PluginState>>(
+        &mut chat,
+        |state| state,
+    )
+    .and_then(|()| {
+        chat_world::talaria::plugin::chat_host::add_to_linker::<_, HasSelf<PluginState>>(
+            &mut chat,
+            |state| state,
+        )
+    })
+    .map_err(|e| error_text(&e))?;
+    Ok(Linkers { plain, chat })
+}
+
+/// The process's linkers over the shared engine (built on first use).
+pub(crate) fn linkers() -> Result<&'static Linkers, String> {
+    let engine = engine()?;
+    LINKERS
+        .get_or_init(|| create_linkers(engine))
+        .as_ref()
+        .map_err(Clone::clone)
 }

@@ -209,3 +209,18 @@ impl CallError {
         )
     }
 }
+
+impl LoadError {
+    /// A call that could not run because the plugin's code (deferred to its first use) could
+    /// not be loaded: the same words as a failed load.
+    pub(crate) fn into_call_error(self, plugin: &str) -> CallError {
+        let text = self.to_string();
+        let message = text
+            .strip_prefix(&format!("plugin {plugin}: "))
+            .map_or_else(|| text.clone(), str::to_owned);
+        CallError::Host {
+            plugin: plugin.to_owned(),
+            message,
+        }
+    }
+}

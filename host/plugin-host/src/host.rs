@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-use crate::bindings::{ToolPlugin, chat_world};
-use crate::cache::{CompileCache, error_text};
+use crate::cache::CompileCache;
 use crate::engine;
 use crate::error::{HostError, LoadError};
 use crate::imports::auxiliary::AuxiliaryModel;
@@ -27,15 +26,16 @@ use crate::loaded::{LoadedInner, LoadedPlugin};
 use crate::log::{LogFile, PluginLog};
 use crate::options::{CacheStats, HostOptions};
 use crate::sandbox::resolve_grant;
-use crate::state::{HostCtx, PluginShared, PluginState};
+use crate::state::{PluginShared, PluginState};
 use talaria_plugin_manifest::version::{HOST_API, compatible, line};
 use talaria_plugin_manifest::{Capabilities, Grants, MANIFEST_FILE, Manifest};
 
 pub(crate) struct HostInner {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<PluginState>,
+    /// The process-wide linkers ([`engine::linkers`]).
+    pub(crate) linker: &'static Linker<PluginState>,
     /// `linker` plus `chat-host`, for components exporting `chat-adapter`.
-    pub(crate) chat_linker: Linker<PluginState>,
+    pub(crate) chat_linker: &'static Linker<PluginState>,
     /// The rules and TLS client of outgoing connections (`tls-connect`,
     /// outgoing HTTP).
     pub(crate) egress: Egress,
@@ -48,6 +48,8 @@ pub(crate) struct HostInner {
     editor: Option<Arc<dyn Editor>>,
     auxiliary: Option<Arc<dyn AuxiliaryModel>>,
     pub(crate) compile_observer: Option<Arc<dyn crate::options::CompileObserver>>,
+    /// [`HostOptions::defer_code`].
+    pub(crate) defer_code: bool,
     /// wasmtime's cache configuration for Extism modules, written when the
     /// first one loads.
     #[cfg(feature = "extism")]
@@ -122,35 +124,12 @@ impl PluginHost {
             None => ExecServices::deny_all(&options.data_dir.join("approvals.toml"))
                 .map_err(HostError::Engine)?,
         };
-        let mut linker = Linker::<PluginState>::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .and_then(|()| crate::imports::name_lookup::shadow_in(&mut linker))
-            .map_err(|e| HostError::Engine(error_text(&e)))?;
-        // Always linked so any component importing it loads; each request is
-        // checked against the plugin's network grants (none: all denied).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| HostError::Engine(error_text(&e)))?;
-        ToolPlugin::add_to_linker::<PluginState, HasSelf<HostCtx>>(&mut linker, |state| {
-            &mut state.host
-        })
-        .map_err(|e| HostError::Engine(error_text(&e)))?;
-        let mut chat_linker = linker.clone();
-        chat_world::talaria::plugin::chat_types::add_to_linker::<_, HasSelf<PluginState>>(
-            &mut chat_linker,
-            |state| state,
-        )
-        .and_then(|()| {
-            chat_world::talaria::plugin::chat_host::add_to_linker::<_, HasSelf<PluginState>>(
-                &mut chat_linker,
-                |state| state,
-            )
-        })
-        .map_err(|e| HostError::Engine(error_text(&e)))?;
+        let linkers = engine::linkers().map_err(HostError::Engine)?;
         Ok(Self {
             inner: Arc::new(HostInner {
                 engine,
-                linker,
-                chat_linker,
+                linker: &linkers.plain,
+                chat_linker: &linkers.chat,
                 egress: Egress {
                     resolver: options.resolver.unwrap_or_else(|| Arc::new(SystemResolver)),
                     secrets: options
@@ -168,6 +147,7 @@ impl PluginHost {
                 editor: options.editor,
                 auxiliary: options.auxiliary,
                 compile_observer: options.compile_observer,
+                defer_code: options.defer_code,
                 #[cfg(feature = "extism")]
                 extism_cache: std::sync::OnceLock::new(),
                 #[cfg(feature = "extism")]
@@ -181,6 +161,7 @@ impl PluginHost {
         CacheStats {
             compiled: self.inner.cache.counters.compiled.load(Ordering::Relaxed),
             cache_hits: self.inner.cache.counters.cache_hits.load(Ordering::Relaxed),
+            deferred: self.inner.cache.counters.deferred.load(Ordering::Relaxed),
         }
     }
 
@@ -210,7 +191,8 @@ impl PluginHost {
         if manifest.runtime != talaria_plugin_manifest::Runtime::Component {
             return Ok(false);
         }
-        let (_, origin) = crate::runtime::component::compiled(&self.inner, dir, &manifest).await?;
+        let (_, origin, _) =
+            crate::runtime::component::compiled(&self.inner, dir, &manifest, None).await?;
         Ok(origin == crate::cache::Origin::Compiled)
     }
 
@@ -285,6 +267,7 @@ impl PluginHost {
                 slots: loaded.slots,
                 skins,
                 origin: loaded.origin,
+                deferred: loaded.deferred,
                 host: self.inner.clone(),
             }),
         })
@@ -337,6 +320,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::cache::error_text;
 
     /// A component importing `chat-host` links with the chat adapters'
     /// linker only: every other plugin's linker lacks it.

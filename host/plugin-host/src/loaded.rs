@@ -9,17 +9,20 @@ use talaria_plugin_manifest::{Capabilities, Manifest, PluginKind, Runtime};
 use talaria_tools::ToolFlags;
 
 use crate::cache::Origin;
+use crate::error::LoadError;
 use crate::host::HostInner;
 use crate::invoke::Invocation;
 use crate::kinds::commands::PluginCommandSpec;
 use crate::kinds::hooks::HookSubscription;
 use crate::kinds::skins::PluginSkin;
-use crate::kinds::{Kind, Slots};
+use crate::kinds::{Kind, Slot, Slots};
 use crate::log::{LogLevel, LogSource, PluginLog};
 use crate::state::PluginShared;
+use crate::state::PluginState;
+use wasmtime::component::InstancePre;
 
 /// A tool a plugin provides.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolInfo {
     /// As the model sees it (parameters parsed from the plugin's JSON schema).
     pub spec: ToolSpec,
@@ -38,7 +41,16 @@ pub(crate) struct LoadedInner {
     /// The skins its component lists, then the package's data skins.
     pub(crate) skins: Vec<PluginSkin>,
     pub(crate) origin: Origin,
+    /// For a component loaded from its listing: how its code is prepared at first use.
+    pub(crate) deferred: Option<Deferred>,
     pub(crate) host: Arc<HostInner>,
+}
+
+/// A component loaded from its remembered listing, its code not read yet.
+pub(crate) struct Deferred {
+    /// The SHA-256 of the component the listing is of.
+    pub(crate) digest: String,
+    pub(crate) instance: tokio::sync::OnceCell<InstancePre<PluginState>>,
 }
 
 impl LoadedInner {
@@ -53,6 +65,55 @@ impl LoadedInner {
     /// Its slot of kind `K`, when it provides `K`.
     pub(crate) fn slot<K: Kind>(&self) -> Option<&crate::kinds::Slot<K>> {
         K::slot(&self.slots)
+    }
+
+    /// Its slot of kind `K` and what runs its calls, when it provides `K`: a component loaded
+    /// from its listing reads, verifies and prepares its code now, the first time.
+    pub(crate) async fn pre<K: Kind + 'static>(
+        &self,
+    ) -> Result<Option<(&Slot<K>, &K::Pre)>, LoadError> {
+        let Some(slot) = self.slot::<K>() else {
+            return Ok(None);
+        };
+        if let Some(pre) = slot.pre.get() {
+            return Ok(Some((slot, pre)));
+        }
+        let plugin = &self.manifest.name;
+        let Some(deferred) = &self.deferred else {
+            return Err(LoadError::Compile {
+                plugin: plugin.clone(),
+                message: "its code was not loaded".into(),
+            });
+        };
+        let instance = deferred
+            .instance
+            .get_or_try_init(|| {
+                crate::runtime::component::prepare_deferred(
+                    &self.host,
+                    &self.dir,
+                    &self.manifest,
+                    &self.shared,
+                    deferred,
+                )
+            })
+            .await?;
+        let made = K::pre(instance).map_err(|e| LoadError::Exports {
+            plugin: plugin.clone(),
+            message: format!(
+                "its talaria:plugin/{} export: {}",
+                K::KIND.interface(),
+                crate::cache::error_text(&e)
+            ),
+        })?;
+        Ok(Some((slot, slot.pre.get_or_init(|| made))))
+    }
+
+    /// Whether its code has been read and prepared (always, unless it was loaded from its
+    /// listing and not used yet).
+    pub(crate) fn code_loaded(&self) -> bool {
+        self.deferred
+            .as_ref()
+            .is_none_or(|deferred| deferred.instance.initialized())
     }
 }
 
@@ -176,5 +237,11 @@ impl LoadedPlugin {
     /// module's tool list was remembered (nothing compiled at load).
     pub fn from_cache(&self) -> bool {
         self.inner.origin == Origin::Cached
+    }
+
+    /// Whether its code has been read, verified and prepared: false for a component loaded
+    /// from its remembered listing ([`crate::HostOptions::defer_code`]) until its first use.
+    pub fn code_loaded(&self) -> bool {
+        self.inner.code_loaded()
     }
 }

@@ -29,6 +29,8 @@ pub(crate) enum Purpose {
     /// An Extism module's tool list, named by the module and its settings.
     #[cfg_attr(not(feature = "extism"), allow(dead_code))]
     Described,
+    /// What a component listed at load, named by the component, its settings and grants.
+    Listing,
 }
 
 impl Purpose {
@@ -37,6 +39,7 @@ impl Purpose {
             Purpose::Compiled => b"talaria compiled component v1",
             Purpose::Memo => b"talaria component digest memo v1",
             Purpose::Described => b"talaria extism tool list v1",
+            Purpose::Listing => b"talaria component listing v1",
         }
     }
 }
@@ -140,8 +143,7 @@ pub(crate) fn mac(key: &[u8; KEY_LEN], purpose: Purpose, name: &[u8], body: &[u8
     hasher.finalize()
 }
 
-/// `body` followed by its MAC as `name`, for `purpose` (only a compiling host writes).
-#[cfg(feature = "compiler")]
+/// `body` followed by its MAC as `name`, for `purpose`.
 pub(crate) fn seal(
     key: &[u8; KEY_LEN],
     purpose: Purpose,

@@ -60,6 +60,10 @@ pub struct HostOptions {
     /// Told before a component is compiled (not found in any cache): a
     /// large one takes seconds, which the user should hear about.
     pub compile_observer: Option<Arc<dyn CompileObserver>>,
+    /// Load components from what they listed at an earlier load (remembered, sealed, in the
+    /// cache) and read, verify and prepare their code at its first use; a plugin a session
+    /// does not call is then never read. Off: every load prepares the code at once.
+    pub defer_code: bool,
 }
 
 /// Hears that a plugin is about to be compiled.
@@ -91,6 +95,7 @@ impl HostOptions {
             allow_private_urls: false,
             auxiliary: None,
             compile_observer: None,
+            defer_code: false,
         }
     }
 
@@ -167,6 +172,12 @@ impl HostOptions {
         self
     }
 
+    /// The same options with components' code read at its first use ([`Self::defer_code`]).
+    pub fn deferring_code(mut self, defer: bool) -> Self {
+        self.defer_code = defer;
+        self
+    }
+
     /// The same options with plugin logs appended to `path`.
     pub fn with_log_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.log_file = Some(path.into());
@@ -179,6 +190,9 @@ impl HostOptions {
 pub struct CacheStats {
     /// Components compiled by this host.
     pub compiled: u64,
-    /// Components deserialised from the cache by this host.
+    /// Components deserialised from the cache by this host (or already loaded in this
+    /// process).
     pub cache_hits: u64,
+    /// Components loaded from their remembered listing, their code not read at load.
+    pub deferred: u64,
 }

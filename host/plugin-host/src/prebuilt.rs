@@ -93,11 +93,21 @@ impl PrebuiltDir {
         })
     }
 
-    /// The compiled file `name` if it is listed and its bytes match the list.
-    pub(crate) fn verified(&self, name: &str) -> Option<Vec<u8>> {
+    /// The compiled file `name` if it is listed and its bytes match the list, with its
+    /// path and its metadata as read.
+    pub(crate) fn verified(&self, name: &str) -> Option<(Vec<u8>, PathBuf, std::fs::Metadata)> {
         let expected = self.listed().digests.get(name)?;
-        let (bytes, _) = read_regular(&self.dir.join(name)).ok()?;
-        (blake3::hash(&bytes) == *expected).then_some(bytes)
+        let path = self.dir.join(name);
+        let (bytes, metadata) = read_regular(&path).ok()?;
+        (blake3::hash(&bytes) == *expected).then_some((bytes, path, metadata))
+    }
+
+    /// Where the compiled file `name` would be, if it is listed.
+    pub(crate) fn listed_path(&self, name: &str) -> Option<PathBuf> {
+        self.listed()
+            .digests
+            .contains_key(name)
+            .then(|| self.dir.join(name))
     }
 
     /// The listed files whose names start with `prefix` (a component's digest and `-`), sorted.

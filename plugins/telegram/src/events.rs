@@ -13,9 +13,11 @@ use talaria_plugin_sdk::chat_types::InboundMessage;
 use crate::inbound::BotIdentity;
 use crate::poller::Poller;
 
-/// Least time between the starts of two `getUpdates`, in nanoseconds: a
-/// server that answers at once instead of holding the request
-/// (telegram-test-api does) is not asked in a tight loop.
+/// The pause after an empty `getUpdates` that came back before half its long-poll timeout,
+/// in nanoseconds: a server that answers at once instead of holding the request
+/// (telegram-test-api does) is not asked in a tight loop. Any other answer — messages, or a
+/// long poll held until it timed out — is followed by the next `getUpdates` at once, so a
+/// message is never delayed by a pause.
 pub const MIN_POLL_INTERVAL_NS: u64 = 500_000_000;
 
 /// What ended a wait.
@@ -52,6 +54,8 @@ pub struct EventLoop<P> {
     in_flight: Option<P>,
     /// No new `getUpdates` starts before this time.
     not_before: u64,
+    /// When the request in flight started.
+    started_at: u64,
     poll_timeout_secs: u32,
 }
 
@@ -61,6 +65,7 @@ impl<P> EventLoop<P> {
             poller: Poller::default(),
             in_flight: None,
             not_before: 0,
+            started_at: 0,
             poll_timeout_secs,
         }
     }
@@ -90,7 +95,7 @@ impl<P> EventLoop<P> {
                         continue;
                     }
                     let body = self.poller.request(self.poll_timeout_secs);
-                    self.not_before = now.saturating_add(MIN_POLL_INTERVAL_NS);
+                    self.started_at = now;
                     io.start(&body)?
                 }
             };
@@ -100,6 +105,12 @@ impl<P> EventLoop<P> {
                     let messages = self.poller.take(&result, bot)?;
                     if !messages.is_empty() {
                         return Ok(messages);
+                    }
+                    let now = io.now();
+                    let held_for = now.saturating_sub(self.started_at);
+                    let long_poll = u64::from(self.poll_timeout_secs).saturating_mul(1_000_000_000);
+                    if held_for < long_poll / 2 {
+                        self.not_before = now.saturating_add(MIN_POLL_INTERVAL_NS);
                     }
                 }
                 Wake::HostWork | Wake::Deadline => {

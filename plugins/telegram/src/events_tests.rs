@@ -162,6 +162,34 @@ fn an_empty_answer_pauses_before_the_next_poll() {
 }
 
 #[test]
+fn the_next_poll_after_messages_or_a_held_poll_starts_at_once() {
+    let mut io = ScriptedIo {
+        wakes: [Wake::Answered, Wake::Deadline, Wake::Answered, Wake::Answered].into(),
+        answers: [Ok(updates(1, &["a"])), Ok(json!([])), Ok(updates(2, &["b"]))].into(),
+        ..ScriptedIo::default()
+    };
+    let mut events = EventLoop::new(25);
+    assert_eq!(
+        texts(&events.next_events(&mut io, &bot(), 60_000).unwrap()),
+        ["a"]
+    );
+    // The next poll is held by the server until the call's time is up, then answers empty.
+    assert!(
+        events
+            .next_events(&mut io, &bot(), 30_000)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        texts(&events.next_events(&mut io, &bot(), 60_000).unwrap()),
+        ["b"]
+    );
+    assert_eq!(io.pauses, 0, "a poll waited for a pause");
+    let starts: Vec<u64> = io.started.iter().map(|(at, _)| *at).collect();
+    assert_eq!(starts, [0, 0, 30_000_000_000]);
+}
+
+#[test]
 fn host_work_during_the_pause_returns_at_once() {
     let mut io = ScriptedIo {
         wakes: [Wake::Answered].into(),

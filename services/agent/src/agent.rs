@@ -229,6 +229,7 @@ impl Agent {
             editor,
             auxiliary: Some(side_model.clone()),
             defer_compile_notices: surface == Surface::Terminal,
+            for_session: true,
         };
         let plugins = load_plugins(
             home,
@@ -277,7 +278,7 @@ impl Agent {
             && settings.config.approvals.mode == ApprovalMode::Ask
             && approver_can_answer;
         #[cfg(feature = "cron")]
-        let cron = cron_setup(settings, home, messenger.as_deref(), &mut notices);
+        let cron = cron_setup(settings, home, messenger.as_deref());
         let native = native_tools(NativeToolInputs {
             knowledge: &knowledge,
             db: db.as_ref(),
@@ -610,15 +611,7 @@ fn cron_setup(
     settings: &Settings,
     home: &ProfileHome,
     messenger: Option<&dyn crate::Messenger>,
-    notices: &mut Vec<String>,
 ) -> Option<crate::tools::CronJobSetup> {
-    let tz = match talaria_profile::cron_config::time_zone(settings.config.timezone.as_deref()) {
-        Ok(tz) => tz,
-        Err(message) => {
-            notices.push(format!("cronjob is not offered: {message}"));
-            return None;
-        }
-    };
     let origin = messenger
         .and_then(|messenger| messenger.targets().into_iter().find(|t| t.current))
         .map(|chat| talaria_cron::Origin {
@@ -629,7 +622,7 @@ fn cron_setup(
         });
     Some(crate::tools::CronJobSetup {
         store: talaria_cron::JobStore::new(home.cron_dir()),
-        tz,
+        timezone: settings.config.timezone.clone(),
         origin,
         provider: settings.primary.provider.to_string(),
     })

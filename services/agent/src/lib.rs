@@ -20,6 +20,7 @@ pub mod memory_admin;
 pub mod memory_promote;
 mod messenger;
 pub mod plugin_compile;
+mod plugin_needs;
 pub mod plugins;
 pub mod session_ops;
 mod session_setup;

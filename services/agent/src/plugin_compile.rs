@@ -51,22 +51,24 @@ pub async fn compile_ahead(
 /// notices once it has started.
 #[derive(Debug, Default)]
 pub(crate) struct CompilingNotice {
-    deferred: Option<std::sync::Mutex<Vec<String>>>,
+    /// Notices kept until [`Self::take`]; after it (a plugin compiled at its first use, in the
+    /// middle of a session) they are printed.
+    deferred: Option<std::sync::Mutex<Option<Vec<String>>>>,
 }
 
 impl CompilingNotice {
     /// Notices kept for [`Self::take`] instead of printed.
     pub(crate) fn deferred() -> Self {
         Self {
-            deferred: Some(std::sync::Mutex::default()),
+            deferred: Some(std::sync::Mutex::new(Some(Vec::new()))),
         }
     }
 
-    /// The notices kept so far.
+    /// The notices kept so far; later ones are printed.
     pub(crate) fn take(&self) -> Vec<String> {
         self.deferred
             .as_ref()
-            .and_then(|kept| kept.lock().ok().map(|mut kept| std::mem::take(&mut *kept)))
+            .and_then(|kept| kept.lock().ok().and_then(|mut kept| kept.take()))
             .unwrap_or_default()
     }
 }
@@ -74,14 +76,11 @@ impl CompilingNotice {
 impl CompileObserver for CompilingNotice {
     fn compiling(&self, plugin: &str, bytes: u64) {
         let size = megabytes(bytes);
-        match &self.deferred {
-            Some(kept) => {
-                if let Ok(mut kept) = kept.lock() {
-                    kept.push(format!(
-                        "plugin {plugin} ({size}) was compiled for this start; later starts load it from the cache"
-                    ));
-                }
-            }
+        let mut kept = self.deferred.as_ref().and_then(|kept| kept.lock().ok());
+        match kept.as_mut().and_then(|kept| kept.as_mut()) {
+            Some(kept) => kept.push(format!(
+                "plugin {plugin} ({size}) was compiled for this start; later starts load it from the cache"
+            )),
             None => eprintln!(
                 "note: compiling plugin {plugin} ({size}); this happens once, later starts load it from the cache"
             ),

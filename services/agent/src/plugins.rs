@@ -317,6 +317,9 @@ pub struct PluginServices {
     /// Say that a plugin is being compiled among the notices, not on stderr
     /// (the REPL has drawn its prompt there).
     pub defer_compile_notices: bool,
+    /// Load for a session: only the plugins it can use ([`crate::plugin_needs`]); otherwise
+    /// (commands listing or managing plugins, the gateway's adapters) every one found.
+    pub for_session: bool,
 }
 
 /// Discovers, grants and loads every plugin for a session in `cwd` on
@@ -341,8 +344,21 @@ pub async fn load_plugins(
         notices: discovery.notices,
         ..SessionPlugins::default()
     };
+    let needs = crate::plugin_needs::SessionNeeds::new(config, surface);
+    let (found, unneeded): (Vec<FoundPlugin>, Vec<FoundPlugin>) = discovery
+        .plugins
+        .into_iter()
+        .partition(|found| !services.for_session || needs.unneeded(found).is_none());
+    for found in &unneeded {
+        let reason = needs.unneeded(found).unwrap_or_default();
+        session.statuses.push(PluginStatus {
+            name: found.manifest.name.clone(),
+            source: found.source,
+            kinds: crate::plugin_needs::SessionNeeds::statuses(found, &reason),
+        });
+    }
     let notices = &mut session.notices;
-    let found = &discovery.plugins;
+    let found = &found;
     if found.is_empty() {
         return session;
     }
@@ -366,6 +382,7 @@ pub async fn load_plugins(
         crate::plugin_compile::CompilingNotice::default()
     });
     let mut options = crate::plugin_compile::cache_options(home)
+        .deferring_code(true)
         .with_compile_observer(compiling.clone())
         .with_log_file(home.plugin_log_file())
         .with_exec(exec)

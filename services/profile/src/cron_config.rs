@@ -45,7 +45,11 @@ pub(crate) fn check(
     path: &std::path::Path,
 ) -> Result<(), crate::ConfigError> {
     let invalid = |at, message| crate::config::invalid_at(path, at, message);
-    if let Err(message) = time_zone(timezone) {
+    // Only a named zone can be wrong; finding the system's reads the whole time-zone
+    // database, which only cron needs.
+    if let Some(name) = timezone
+        && let Err(message) = time_zone(Some(name))
+    {
         return Err(invalid(crate::config::locate(text, "timezone"), message));
     }
     for (key, value, least, most) in [

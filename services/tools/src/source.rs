@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use talaria_kernel::{CancellationToken, ToolContext, ToolResult, ToolSpec, ValidatedCall};
 
 /// How the scheduler may run a tool's calls.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ToolFlags {
     /// Never run alongside another call (e.g. it asks the user something).
     pub never_parallel: bool,

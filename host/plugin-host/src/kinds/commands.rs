@@ -81,7 +81,7 @@ pub fn valid_command_name(name: &str) -> bool {
 }
 
 /// A slash command a plugin provides.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PluginCommandSpec {
     /// The plugin providing it.
     pub plugin: String,
@@ -477,13 +477,22 @@ impl PluginCommands {
             session: &info,
         };
         let loaded = &entry.plugin.inner;
-        let Some(slot) = loaded.slot::<CommandsKind>() else {
-            return Err(CommandError::Unavailable {
-                plugin,
-                message: "the plugin does not provide commands".into(),
-            });
+        let pre = match loaded.pre::<CommandsKind>().await {
+            Ok(Some((_, pre))) => pre,
+            Ok(None) => {
+                return Err(CommandError::Unavailable {
+                    plugin,
+                    message: "the plugin does not provide commands".into(),
+                });
+            }
+            Err(error) => {
+                return Err(CommandError::Unavailable {
+                    plugin,
+                    message: error.to_string(),
+                });
+            }
         };
-        match invoke_command(&loaded.invocation(), &slot.pre, sandbox, call).await {
+        match invoke_command(&loaded.invocation(), pre, sandbox, call).await {
             Ok(CommandReply::Ran(Ok(text))) => Ok(text),
             Ok(CommandReply::Ran(Err(message))) => Err(CommandError::Failed { plugin, message }),
             Ok(CommandReply::List(_)) => Err(CommandError::Unavailable {

@@ -67,7 +67,9 @@ impl Kind for HooksKind {
 }
 
 /// A lifecycle event a hooks plugin can subscribe to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum HookEvent {
     /// Before the session's first turn.
     SessionStart,
@@ -111,7 +113,7 @@ impl From<Event> for HookEvent {
 }
 
 /// One event subscription of a plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HookSubscription {
     /// The event.
     pub event: HookEvent,
@@ -330,8 +332,18 @@ impl PluginHooks {
         };
         let name = call.name();
         let inner = &entry.plugin.inner;
-        let slot = inner.slot::<HooksKind>()?;
-        match invoke_hook(&inner.invocation(), &slot.pre, sandbox, call).await {
+        let pre = match inner.pre::<HooksKind>().await {
+            Ok(found) => found?.1,
+            Err(error) => {
+                entry.plugin.log().push(
+                    LogLevel::Warn,
+                    LogSource::Host,
+                    &format!("{name} hook skipped: {error}"),
+                );
+                return None;
+            }
+        };
+        match invoke_hook(&inner.invocation(), pre, sandbox, call).await {
             Ok(reply) => Some(reply),
             Err(err) => {
                 // `classify` has logged the failure itself.

@@ -241,9 +241,11 @@ impl MemorySession {
     async fn open(entry: &Placed, scope: &MemoryScope) -> Result<Self, MemoryError> {
         let plugin = &entry.plugin;
         let name = plugin.name().to_owned();
-        let slot = plugin
+        let (_, pre) = plugin
             .inner
-            .slot::<MemoryKind>()
+            .pre::<MemoryKind>()
+            .await
+            .map_err(|error| error.into_call_error(&name))?
             .ok_or_else(|| MemoryError::Unknown {
                 plugin: name.clone(),
                 available: String::new(),
@@ -263,7 +265,6 @@ impl MemorySession {
         };
         let mut prepared = prepare(&inv, sandbox, call_for)?;
         let store = &mut prepared.store;
-        let pre = &slot.pre;
         let wit_scope = scope.to_wit();
         let opening = async {
             let instance = pre

@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use talaria_plugin_manifest::PluginKind;
 use wasmtime::component::InstancePre;
@@ -60,10 +61,30 @@ pub(crate) trait Kind: Sized {
     fn slot_mut(slots: &mut Slots) -> &mut Option<Slot<Self>>;
 }
 
-/// What a loaded plugin keeps for one kind it provides.
+/// What a loaded plugin keeps for one kind it provides: what it listed, and
+/// what runs its calls, which a plugin loaded from its remembered listing
+/// prepares at its first use ([`crate::loaded::LoadedInner::pre`]).
 pub(crate) struct Slot<K: Kind> {
-    pub(crate) pre: K::Pre,
     pub(crate) listed: K::Listed,
+    pub(crate) pre: OnceLock<K::Pre>,
+}
+
+impl<K: Kind> Slot<K> {
+    /// A slot ready to run.
+    pub(crate) fn ready(pre: K::Pre, listed: K::Listed) -> Self {
+        Self {
+            listed,
+            pre: OnceLock::from(pre),
+        }
+    }
+
+    /// A slot whose code is prepared at its first use.
+    pub(crate) fn deferred(listed: K::Listed) -> Self {
+        Self {
+            listed,
+            pre: OnceLock::new(),
+        }
+    }
 }
 
 /// One slot per kind; `None` where the plugin does not provide it.

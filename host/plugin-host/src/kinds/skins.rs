@@ -100,7 +100,7 @@ pub const SKINS_DIR: &str = "skins";
 pub const MAX_SKIN_BYTES: usize = 64 * 1024;
 
 /// A skin a plugin provides.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PluginSkin {
     /// The plugin providing it.
     pub plugin: String,

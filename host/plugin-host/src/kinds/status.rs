@@ -26,6 +26,12 @@ pub enum KindState {
         /// Why.
         reason: String,
     },
+    /// The plugin was not loaded because this session has no use for it (a chat adapter
+    /// outside the gateway, a memory provider that is not the profile's).
+    NotNeeded {
+        /// Why not.
+        reason: String,
+    },
 }
 
 /// One kind of a plugin with what became of it.
@@ -46,6 +52,9 @@ impl fmt::Display for KindStatus {
             }
             KindState::Unsupported { reason } => write!(f, "{}: unsupported: {reason}", self.kind),
             KindState::NotLoaded { reason } => write!(f, "{}: not loaded: {reason}", self.kind),
+            KindState::NotNeeded { reason } => {
+                write!(f, "{}: not needed in this session: {reason}", self.kind)
+            }
         }
     }
 }

@@ -209,8 +209,10 @@ impl LoadedPlugin {
         let inner = &self.inner;
         let inv = inner.invocation();
         let Some(pre) = inner
-            .slot::<ToolsKind>()
-            .and_then(|slot| slot.pre.component())
+            .pre::<ToolsKind>()
+            .await
+            .map_err(|error| error.into_call_error(&inv.shared.name))?
+            .and_then(|(_, pre)| pre.component())
         else {
             return Err(no_component_tools(inv.shared));
         };
@@ -311,14 +313,14 @@ impl PluginTools {
         // Only calls need an Extism module compiled: start on it now.
         #[cfg(feature = "extism")]
         for placed in &entries {
-            if let (
-                Some(Slot {
-                    pre: ToolRunner::Extism(module),
-                    ..
-                }),
-                Ok(sandbox),
-            ) = (placed.plugin.inner.slot::<ToolsKind>(), &placed.sandbox)
-            {
+            if let (Some(ToolRunner::Extism(module)), Ok(sandbox)) = (
+                placed
+                    .plugin
+                    .inner
+                    .slot::<ToolsKind>()
+                    .and_then(|slot| slot.pre.get()),
+                &placed.sandbox,
+            ) {
                 module.prepare(&placed.extism, sandbox);
             }
         }
@@ -398,11 +400,15 @@ impl PluginTools {
             cwd: sandbox.guest_cwd.clone(),
         };
         let inner = &entry.plugin.inner;
-        let Some(slot) = inner.slot::<ToolsKind>() else {
-            return Err(CallError::Host {
-                plugin,
-                message: "the plugin does not provide tools".into(),
-            });
+        let (slot, pre) = match inner.pre::<ToolsKind>().await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Err(CallError::Host {
+                    plugin,
+                    message: "the plugin does not provide tools".into(),
+                });
+            }
+            Err(error) => return Err(error.into_call_error(&plugin)),
         };
         // The profile's control files, whatever directory the grants open.
         let paths = CallPaths {
@@ -410,7 +416,7 @@ impl PluginTools {
             sandbox,
             cwd: &self.cwd,
             read_only: slot.listed[tool_index].flags.read_only,
-            unconfined: slot.pre.unconfined(),
+            unconfined: pre.unconfined(),
             tool,
             session_id,
         };
@@ -421,7 +427,7 @@ impl PluginTools {
             }
             checked = paths.check(arguments) => checked.map_err(CallError::Tool)?,
         }
-        let result = match &slot.pre {
+        let result = match pre {
             ToolRunner::Component(pre) => {
                 let inv = inner.invocation();
                 invoke_call_tool(&inv, pre, sandbox, tool, arguments, &context, cancel).await

@@ -11,7 +11,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, InstancePre};
 
 use super::Loaded;
-use crate::cache::{LoadFileError, Origin, error_text};
+use crate::cache::{LoadFileError, Origin, Record, error_text};
 use crate::error::LoadError;
 use crate::host::HostInner;
 use crate::invoke::Invocation;
@@ -23,16 +23,20 @@ use crate::kinds::platform::PlatformKind;
 use crate::kinds::skins::SkinKind;
 use crate::kinds::tools::ToolsKind;
 use crate::kinds::{Kind, Slot, Slots};
+use crate::listing::{Listing, record_name};
+use crate::loaded::Deferred;
 use crate::log::{LogLevel, LogSource};
 use crate::state::{PluginShared, PluginState};
+use std::sync::atomic::Ordering;
 
 /// The plugin's component from the cache, or compiled now (on a blocking
-/// thread, the host's observer told first).
+/// thread, the host's observer told first), and its SHA-256.
 pub(crate) async fn compiled(
     host: &Arc<HostInner>,
     dir: &Path,
     manifest: &Manifest,
-) -> Result<(Component, Origin), LoadError> {
+    expected: Option<String>,
+) -> Result<(Component, Origin, String), LoadError> {
     let name = manifest.name.clone();
     let wasm_path = dir.join(&manifest.wasm);
     let compiling = host.clone();
@@ -44,7 +48,9 @@ pub(crate) async fn compiled(
                 observer.compiling(&plugin, bytes);
             }
         };
-        compiling.cache.load_file(&compiling.engine, &path, &tell)
+        compiling
+            .cache
+            .load_file(&compiling.engine, &path, expected.as_deref(), &tell)
     })
     .await
     .map_err(|e| LoadError::Compile {
@@ -61,33 +67,67 @@ pub(crate) async fn compiled(
             plugin: name.clone(),
             message: format!("{}: {message}", wasm_path.display()),
         },
+        LoadFileError::Changed => LoadError::Compile {
+            plugin: name.clone(),
+            message: format!(
+                "{} changed since this session listed what it provides; a new session loads \
+                 the new version",
+                wasm_path.display()
+            ),
+        },
     })
 }
 
-/// Loads the component of the plugin in `dir` and fills a slot for each
-/// kind it exports, listing each once in a fresh instance.
-pub(crate) async fn load(
-    host: &Arc<HostInner>,
+/// The listing remembered for the plugin in `dir` under its capabilities, when the host
+/// defers code and the component's digest is remembered too: nothing of the component is read.
+fn from_listing(
+    host: &HostInner,
     dir: &Path,
     manifest: &Manifest,
-    shared: &Arc<PluginShared>,
-) -> Result<Loaded, LoadError> {
-    let name = &manifest.name;
-    let (component, origin) = compiled(host, dir, manifest).await?;
+    shared: &PluginShared,
+) -> Option<Loaded> {
+    if !host.defer_code {
+        return None;
+    }
+    let digest = host.cache.remembered(&dir.join(&manifest.wasm))?;
+    let name = record_name(host.cache.engine_hash(), &digest, manifest, &shared.caps)?;
+    let raw = host.cache.record(Record::Listing, &name)?;
+    let listing: Listing = serde_json::from_slice(&raw).ok()?;
+    let (api, kinds, slots) = listing.into_deferred()?;
+    host.cache.counters.deferred.fetch_add(1, Ordering::Relaxed);
+    Some(Loaded {
+        deferred: Some(Deferred {
+            digest,
+            instance: tokio::sync::OnceCell::new(),
+        }),
+        api,
+        kinds,
+        slots,
+        origin: Origin::Cached,
+    })
+}
 
-    let (api, kinds) = check_component(host, &component, manifest)?;
+/// The component `component` (whose SHA-256 is `digest`) checked against the manifest and
+/// prepared against its linker, with a line in the plugin's log.
+fn link(
+    host: &HostInner,
+    dir: &Path,
+    manifest: &Manifest,
+    shared: &PluginShared,
+    (component, origin, digest): (&Component, Origin, &str),
+) -> Result<(semver::Version, Vec<PluginKind>, InstancePre<PluginState>), LoadError> {
+    let name = &manifest.name;
+    let (api, kinds) = check_component(host, component, manifest)?;
     // Only chat adapters see `chat-host`.
-    let linker = if kinds.contains(&PluginKind::Chat) {
-        &host.chat_linker
-    } else {
-        &host.linker
-    };
-    let instance = linker
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::Link {
-            plugin: name.clone(),
-            message: error_text(&e),
-        })?;
+    let chat = kinds.contains(&PluginKind::Chat);
+    let linker = if chat { host.chat_linker } else { host.linker };
+    let instance = crate::loaded_code::prepared(digest, chat, component, || {
+        linker.instantiate_pre(component)
+    })
+    .map_err(|e| LoadError::Link {
+        plugin: name.clone(),
+        message: error_text(&e),
+    })?;
     shared.log.push(
         LogLevel::Info,
         LogSource::Host,
@@ -103,6 +143,39 @@ pub(crate) async fn load(
             }
         ),
     );
+    Ok((api, kinds, instance))
+}
+
+/// Reads, verifies and prepares the code of a component loaded from its listing (at its
+/// first use). A component changed on disk since it was listed is refused: what the session
+/// offers the model was listed by the other one.
+pub(crate) async fn prepare_deferred(
+    host: &Arc<HostInner>,
+    dir: &Path,
+    manifest: &Manifest,
+    shared: &Arc<PluginShared>,
+    deferred: &Deferred,
+) -> Result<InstancePre<PluginState>, LoadError> {
+    let expected = Some(deferred.digest.clone());
+    let (component, origin, digest) = compiled(host, dir, manifest, expected).await?;
+    let (_, _, instance) = link(host, dir, manifest, shared, (&component, origin, &digest))?;
+    Ok(instance)
+}
+
+/// Loads the component of the plugin in `dir` and fills a slot for each
+/// kind it exports, listing each once in a fresh instance — or, when the host defers code
+/// and the listing is remembered, from that listing without reading the component.
+pub(crate) async fn load(
+    host: &Arc<HostInner>,
+    dir: &Path,
+    manifest: &Manifest,
+    shared: &Arc<PluginShared>,
+) -> Result<Loaded, LoadError> {
+    if let Some(loaded) = from_listing(host, dir, manifest, shared) {
+        return Ok(loaded);
+    }
+    let (component, origin, digest) = compiled(host, dir, manifest, None).await?;
+    let (api, kinds, instance) = link(host, dir, manifest, shared, (&component, origin, &digest))?;
 
     let inv = Invocation {
         engine: &host.engine,
@@ -121,11 +194,18 @@ pub(crate) async fn load(
             PluginKind::Chat => fill::<ChatAdapterKind>(&mut slots, &instance, &inv).await?,
         }
     }
+    if host.defer_code
+        && let Some(name) = record_name(host.cache.engine_hash(), &digest, manifest, &shared.caps)
+        && let Ok(raw) = serde_json::to_vec(&Listing::of(&api, &kinds, &slots))
+    {
+        host.cache.store_record(Record::Listing, &name, &raw);
+    }
     Ok(Loaded {
         api,
         kinds,
         slots,
         origin,
+        deferred: None,
     })
 }
 
@@ -144,7 +224,7 @@ async fn fill<K: Kind>(
         ),
     })?;
     let listed = K::list(inv, &pre).await?;
-    *K::slot_mut(slots) = Some(Slot { pre, listed });
+    *K::slot_mut(slots) = Some(Slot::ready(pre, listed));
     Ok(())
 }
 

@@ -554,7 +554,9 @@ pub(crate) async fn load(
         .get_or_init(|| cache_config(&host.cache_dir))
         .clone();
     let plugin = Arc::new(ExtismPlugin::new(shared, wasm, cache));
-    let remembered = host.cache.described(plugin.described_name());
+    let remembered = host
+        .cache
+        .record(crate::cache::Record::Described, plugin.described_name());
     let (tools, origin) =
         match remembered.and_then(|raw| super::described::parse_tools(name, &raw).ok()) {
             Some(tools) => (tools, crate::cache::Origin::Cached),
@@ -575,7 +577,11 @@ pub(crate) async fn load(
                         message: format!("describe failed: {e}"),
                     })?;
                 let tools = super::described::parse_tools(name, &raw)?;
-                host.cache.store_described(plugin.described_name(), &raw);
+                host.cache.store_record(
+                    crate::cache::Record::Described,
+                    plugin.described_name(),
+                    &raw,
+                );
                 (tools, crate::cache::Origin::Compiled)
             }
         };

@@ -46,6 +46,8 @@ pub(crate) struct Loaded {
     pub(crate) kinds: Vec<PluginKind>,
     pub(crate) slots: Slots,
     pub(crate) origin: Origin,
+    /// How to prepare the code of a component loaded from its listing.
+    pub(crate) deferred: Option<crate::loaded::Deferred>,
 }
 
 /// Loads the code of the plugin in `dir` with the runtime its manifest names.
@@ -114,12 +116,10 @@ fn tools_only(
         api: manifest.api.clone(),
         kinds: vec![PluginKind::Tools],
         slots: Slots {
-            tools: Some(crate::kinds::Slot {
-                pre: runner,
-                listed: tools,
-            }),
+            tools: Some(crate::kinds::Slot::ready(runner, tools)),
             ..Slots::default()
         },
         origin,
+        deferred: None,
     }
 }

@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 // The cache's integrity checks, in this binary rather than one more that links wasmtime.
+#[path = "loading/deferred.rs"]
+mod deferred;
 #[path = "loading/integrity.rs"]
 mod integrity;
 

@@ -30,8 +30,9 @@ const SHOWN_PROMPT_CHARS: usize = 300;
 pub struct CronJobSetup {
     /// The profile's jobs.
     pub store: JobStore,
-    /// The profile's time zone (`timezone:`).
-    pub tz: TimeZone,
+    /// The profile's `timezone:` (an IANA name; the system's when unset), found at the tool's
+    /// first call: finding any zone reads the whole time-zone database.
+    pub timezone: Option<String>,
     /// The chat the session runs in (for `deliver: origin`).
     pub origin: Option<Origin>,
     /// The profile's provider: the one a job's model runs on.
@@ -42,12 +43,32 @@ pub struct CronJobSetup {
 pub struct CronJobTool {
     setup: CronJobSetup,
     gate: Arc<GatedExecutor>,
+    tz: std::sync::OnceLock<TimeZone>,
 }
 
 impl CronJobTool {
     /// The tool over `setup`, asking through `gate`'s approval layer.
     pub fn new(setup: CronJobSetup, gate: Arc<GatedExecutor>) -> Self {
-        Self { setup, gate }
+        Self {
+            setup,
+            gate,
+            tz: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The profile's time zone, found now the first time.
+    fn time_zone(&self) -> Result<&TimeZone, String> {
+        if let Some(tz) = self.tz.get() {
+            return Ok(tz);
+        }
+        let tz = talaria_profile::cron_config::time_zone(self.setup.timezone.as_deref())?;
+        Ok(self.tz.get_or_init(|| tz))
+    }
+
+    /// The time zone [`Self::time_zone`] found (every action finds it first).
+    fn tz(&self) -> &TimeZone {
+        static FALLBACK: TimeZone = TimeZone::UTC;
+        self.tz.get().unwrap_or(&FALLBACK)
     }
 
     /// Whether a change could ever be allowed: yolo mode, or someone to ask.
@@ -82,12 +103,11 @@ impl CronJobTool {
     fn list(&self) -> Result<Value, String> {
         let jobs = self.setup.store.load().map_err(|e| e.to_string())?;
         let rows: Vec<Value> = jobs.iter().map(|job| self.describe(job)).collect();
-        Ok(json!({ "jobs": rows, "timezone": self.setup.tz.iana_name() }))
+        Ok(json!({ "jobs": rows, "timezone": self.tz().iana_name() }))
     }
 
     fn describe(&self, job: &Job) -> Value {
-        let at =
-            |at: Option<jiff::Timestamp>| at.map(|at| talaria_cron::rfc3339(at, &self.setup.tz));
+        let at = |at: Option<jiff::Timestamp>| at.map(|at| talaria_cron::rfc3339(at, self.tz()));
         json!({
             "job_id": job.id,
             "name": job.name,
@@ -137,7 +157,7 @@ impl CronJobTool {
             shorten(prompt)
         );
         self.persist(context, &shown, |jobs| {
-            let job = talaria_cron::create(new.clone(), jobs, now, &self.setup.tz)?;
+            let job = talaria_cron::create(new.clone(), jobs, now, self.tz())?;
             let created = self.describe(&job);
             jobs.push(job);
             Ok(json!({ "created": true, "job": created }))
@@ -163,7 +183,7 @@ impl CronJobTool {
         let shown = format!("change scheduled job {key}: {}", summary(&changes));
         self.persist(context, &shown, |jobs| {
             let at = talaria_cron::find(jobs, key)?;
-            talaria_cron::update(jobs, at, changes.clone(), now, &self.setup.tz)?;
+            talaria_cron::update(jobs, at, changes.clone(), now, self.tz())?;
             Ok(json!({ "updated": true, "job": self.describe(&jobs[at]) }))
         })
         .await
@@ -178,7 +198,7 @@ impl CronJobTool {
     ) -> Result<Value, String> {
         let key = args.job_id()?;
         let now = talaria_cron::now();
-        let tz = &self.setup.tz;
+        let tz = self.tz();
         let shown = format!("{action} scheduled job {key}");
         let result = self
             .persist(context, &shown, |jobs| {
@@ -263,6 +283,8 @@ impl NativeTool for CronJobTool {
 
     async fn call(&self, arguments: &Value, context: &ToolContext) -> Result<Value, String> {
         let args = Args(arguments);
+        self.time_zone()
+            .map_err(|message| format!("cronjob cannot run: {message}"))?;
         match args.text("action")?.unwrap_or_default() {
             "list" => self.list(),
             "create" => self.create(&args, context).await,

@@ -42,7 +42,7 @@ fn rig(answer: Decision, yolo: bool) -> Rig {
     let store = JobStore::new(dir.path().join("cron"));
     let setup = CronJobSetup {
         store: JobStore::new(dir.path().join("cron")),
-        tz: TimeZone::get("America/New_York").unwrap(),
+        timezone: Some("America/New_York".into()),
         origin: Some(Origin {
             platform: "irc".into(),
             chat_id: "#team".into(),

@@ -134,7 +134,12 @@ impl ChatConnection {
         work: HostWork,
     ) -> Result<Self, ChatError> {
         let name = plugin.name().to_owned();
-        let Some(slot) = plugin.inner.slot::<ChatAdapterKind>() else {
+        let Some((_, pre)) = plugin
+            .inner
+            .pre::<ChatAdapterKind>()
+            .await
+            .map_err(|error| error.into_call_error(&name))?
+        else {
             return Err(ChatError::NotAnAdapter { plugin: name });
         };
         let base = &plugin.inner.shared;
@@ -160,9 +165,9 @@ impl ChatConnection {
         });
         let store = &mut prepared.store;
         let opening = async {
-            let instance = slot.pre.instance.instantiate_async(&mut *store).await?;
-            let adapter = slot.pre.adapter.load(&mut *store, &instance)?;
-            let identity = match &slot.pre.identity {
+            let instance = pre.instance.instantiate_async(&mut *store).await?;
+            let adapter = pre.adapter.load(&mut *store, &instance)?;
+            let identity = match &pre.identity {
                 Some(indices) => Some(
                     indices
                         .load(&mut *store, &instance)?

@@ -162,10 +162,15 @@ pub async fn check_allowed_users(
     entries: &[String],
 ) -> Result<Vec<(String, String)>, ChatError> {
     let name = plugin.name().to_owned();
-    let Some(slot) = plugin.inner.slot::<ChatAdapterKind>() else {
+    let Some((_, pre)) = plugin
+        .inner
+        .pre::<ChatAdapterKind>()
+        .await
+        .map_err(|error| error.into_call_error(&name))?
+    else {
         return Err(ChatError::NotAnAdapter { plugin: name });
     };
-    let Some(indices) = &slot.pre.identity else {
+    let Some(indices) = &pre.identity else {
         return Ok(Vec::new());
     };
     let inv = Invocation {
@@ -173,7 +178,7 @@ pub async fn check_allowed_users(
         shared: &plugin.inner.shared,
     };
     let answers = once_at_load(&inv, "check-allowed-user", async |store| {
-        let instance = slot.pre.instance.instantiate_async(&mut *store).await?;
+        let instance = pre.instance.instantiate_async(&mut *store).await?;
         let guest = indices.load(&mut *store, &instance)?;
         let guest = guest.talaria_plugin_chat_identity();
         let mut answers = Vec::with_capacity(entries.len());
