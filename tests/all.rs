@@ -34,6 +34,8 @@ mod gateway_irc;
 mod gateway_irc_identity;
 #[path = "all/gateway_load.rs"]
 mod gateway_load;
+#[path = "all/gateway_mcp.rs"]
+mod gateway_mcp;
 #[path = "all/gateway_principals.rs"]
 mod gateway_principals;
 #[path = "all/gateway_telegram.rs"]

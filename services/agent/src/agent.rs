@@ -62,6 +62,12 @@ pub enum Surface {
 }
 
 impl Surface {
+    /// Whether a process serves many sessions on it (the gateway, servers, batch): its
+    /// sessions share what can be shared, such as MCP servers.
+    pub fn long_lived(self) -> bool {
+        !matches!(self, Surface::Terminal | Surface::OneShot | Surface::Cron)
+    }
+
     /// The surface's name as plugins see it.
     pub fn name(self) -> &'static str {
         match self {
@@ -318,6 +324,7 @@ impl Agent {
             home,
             exec.executor.clone(),
             someone_can_approve,
+            surface.long_lived(),
             &mut notices,
         )
         .await;

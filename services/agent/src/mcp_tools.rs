@@ -52,6 +52,7 @@ pub(crate) async fn start(
     home: &ProfileHome,
     gate: Arc<GatedExecutor>,
     someone_can_approve: bool,
+    share: bool,
     notices: &mut Vec<String>,
 ) -> Option<McpTools> {
     let mut specs = Vec::new();
@@ -66,7 +67,7 @@ pub(crate) async fn start(
         return None;
     }
     let cache_dir = home.mcp_cache_dir();
-    let (source, origins, errors) = McpToolSource::start(specs, &cache_dir).await;
+    let (source, origins, errors) = McpToolSource::start_sharing(specs, &cache_dir, share).await;
     notices.extend(
         errors
             .iter()

@@ -48,8 +48,8 @@ pub(crate) fn open_session_db(
     resuming: bool,
     notices: &mut Vec<String>,
 ) -> Result<Option<Arc<SessionDb>>, BuildError> {
-    match SessionDb::open(home.session_db()) {
-        Ok(db) => Ok(Some(Arc::new(db))),
+    match SessionDb::shared(home.session_db()) {
+        Ok(db) => Ok(Some(db)),
         Err(error) if resuming => Err(BuildError(format!("cannot resume: {error}"))),
         Err(error) => {
             notices.push(format!("this session will not be saved: {error}"));

@@ -12,7 +12,8 @@
 //! - [`cache`]: the `tools/list` cache, so a session can start without contacting servers.
 //! - [`ToolNames`]: `mcp_<server>_<tool>` names within the providers' rules, collisions
 //!   resolved by a stable hash suffix, and the exact name → (server, tool) map.
-//! - [`McpToolSource`]: servers as a `talaria_tools::ToolSource`.
+//! - [`McpToolSource`]: servers as a `talaria_tools::ToolSource`; in a long-lived process,
+//!   sessions share servers whose entries are identical ([`shutdown_shared`] ends them).
 //!
 //! Every [`McpError`] names its server, and credentials (configured header and env values,
 //! known key shapes) are stripped from the text of every error and result.
@@ -23,6 +24,7 @@ mod content;
 mod error;
 mod http;
 mod names;
+mod pool;
 mod server;
 mod source;
 mod spec;
@@ -33,6 +35,7 @@ pub use connection::{ACCEPTED_PROTOCOLS, MAX_LINE_BYTES, OFFERED_PROTOCOL, Serve
 pub use content::{flatten, flatten_result};
 pub use error::{McpError, Scrubber};
 pub use names::{Helper, MAX_TOOL_NAME, Target, ToolNames, sanitise};
+pub use pool::shutdown_shared;
 pub use server::McpServer;
 pub use source::{CallInfo, McpToolSource, Origin};
 pub use spec::{ReconnectPolicy, ServerSpec};

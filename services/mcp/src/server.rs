@@ -35,6 +35,10 @@ pub struct McpServer {
     state: Mutex<State>,
     list_changed: Arc<AtomicBool>,
     connects: AtomicU32,
+    /// Where its connections live when sessions on other runtimes share it (the gateway and
+    /// the API server run each turn on a runtime of its own, which takes its tasks and pipes
+    /// with it when it ends); `None`: the runtime of whoever connects.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl McpServer {
@@ -45,7 +49,32 @@ impl McpServer {
             state: Mutex::new(State::default()),
             list_changed: Arc::new(AtomicBool::new(false)),
             connects: AtomicU32::new(0),
+            runtime: None,
         }
+    }
+
+    /// A server whose connections run on `runtime`, whatever runtime its callers are on.
+    pub(crate) fn on_runtime(spec: ServerSpec, runtime: tokio::runtime::Handle) -> Self {
+        Self {
+            runtime: Some(runtime),
+            ..Self::new(spec)
+        }
+    }
+
+    async fn open(&self) -> Result<Connection, McpError> {
+        let Some(runtime) = &self.runtime else {
+            return Connection::open(&self.spec, self.list_changed.clone()).await;
+        };
+        let (spec, flag) = (self.spec.clone(), self.list_changed.clone());
+        runtime
+            .spawn(async move { Connection::open(&spec, flag).await })
+            .await
+            .unwrap_or_else(|join| {
+                Err(McpError::Unavailable {
+                    server: self.spec.name.clone(),
+                    message: format!("its connection task failed: {join}"),
+                })
+            })
     }
 
     /// Its name.
@@ -116,7 +145,7 @@ impl McpServer {
                 }
             });
         }
-        match Connection::open(&self.spec, self.list_changed.clone()).await {
+        match self.open().await {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 *state = State {
@@ -232,7 +261,12 @@ impl McpServer {
         let connection = self.state.lock().await.connection.take();
         if let Some(connection) = connection {
             match Arc::try_unwrap(connection) {
-                Ok(connection) => connection.close().await,
+                Ok(connection) => match &self.runtime {
+                    Some(runtime) => {
+                        let _ = runtime.spawn(connection.close()).await;
+                    }
+                    None => connection.close().await,
+                },
                 // Requests still hold it: the last one to finish drops (and kills) it.
                 Err(shared) => drop(shared),
             }

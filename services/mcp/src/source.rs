@@ -132,11 +132,22 @@ impl McpToolSource {
         specs: Vec<ServerSpec>,
         cache_dir: &Path,
     ) -> (Self, Vec<(String, Origin)>, Vec<McpError>) {
+        Self::start_sharing(specs, cache_dir, false).await
+    }
+
+    /// [`Self::start`], with the servers of the process's pool when `share` (a long-lived
+    /// surface): a server another session of the process started, with the identical entry,
+    /// is used as it is (see [`crate::pool`]).
+    pub async fn start_sharing(
+        specs: Vec<ServerSpec>,
+        cache_dir: &Path,
+        share: bool,
+    ) -> (Self, Vec<(String, Origin)>, Vec<McpError>) {
         let mut tasks = tokio::task::JoinSet::new();
         for spec in specs.into_iter().filter(|s| s.config.enabled) {
             let dir = cache_dir.to_owned();
             tasks.spawn(async move {
-                let server = Arc::new(McpServer::new(spec));
+                let server = crate::pool::server_for(spec, share);
                 if let Ok(Some(offer)) = server.load_cache(&dir) {
                     return Ok((server, offer, Origin::Cache));
                 }
@@ -245,10 +256,13 @@ impl McpToolSource {
         errors
     }
 
-    /// Ends every session.
+    /// Ends every session with a server this session alone uses (the process's shared
+    /// servers stay up for the next session).
     pub async fn shutdown(&self) {
         for server in self.servers.values() {
-            server.shutdown().await;
+            if !crate::pool::is_pooled(server) {
+                server.shutdown().await;
+            }
         }
     }
 

@@ -33,7 +33,7 @@ pub use cron_config::CronConfig;
 pub use env::EnvLayer;
 pub use gateway_config::{BusyMode, GatewayConfig, GroupSessions, HomeChannel, PlatformConfig};
 pub use home::ProfileHome;
-pub use load::{LoadError, load_profile};
+pub use load::{LoadError, ProfileCache, load_profile};
 pub use mcp_config::{McpApproval, McpSandbox, McpServerConfig, McpToolsConfig, McpTransport};
 pub use memory_config::MemoryConfig;
 pub use profiles::{DEFAULT_PROFILE, ProfileError, ProfileInfo, Profiles};

@@ -172,6 +172,11 @@ pub struct McpServerConfig {
     /// Which calls ask the user first (`writes`, `every-call`, `trusted`).
     #[serde(skip_serializing_if = "is_default_approval")]
     pub approval: McpApproval,
+    /// `false`: every session starts its own server (one that keeps per-session state, such
+    /// as filesystem roots or a memory). By default the sessions of a long-lived process (the
+    /// gateway, the API server, ACP) share one server per identical entry.
+    #[serde(skip_serializing_if = "is_true")]
+    pub shared: bool,
 }
 
 #[expect(
@@ -210,6 +215,7 @@ impl Default for McpServerConfig {
             enabled: true,
             sandbox: None,
             approval: McpApproval::default(),
+            shared: true,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The database handle: opening, and running read and write transactions.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rusqlite::{Connection, Transaction};
 
@@ -55,6 +56,40 @@ impl SessionDb {
             conn: Mutex::new(conn),
             path,
         })
+    }
+
+    /// The database at `path` as this process shares it: opened (and migrated) by the first
+    /// session that asks, then the same handle for every later one while the file is the same
+    /// (a file deleted or replaced since is opened again). Sessions of one process then take
+    /// turns on one connection instead of meeting as rival writers, whose `SQLITE_BUSY`
+    /// retries sleep: with four batch workers that made four slower than one.
+    pub fn shared(path: impl AsRef<Path>) -> Result<Arc<Self>> {
+        type Opened = HashMap<PathBuf, ((u64, u64), Arc<SessionDb>)>;
+        static OPENED: OnceLock<Mutex<Opened>> = OnceLock::new();
+        let identity = |path: &Path| {
+            use std::os::unix::fs::MetadataExt as _;
+            std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+        };
+        let path = path.as_ref();
+        let mut opened = OPENED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((id, db)) = opened.get(path)
+            && identity(path) == Some(*id)
+        {
+            return Ok(db.clone());
+        }
+        let db = Arc::new(Self::open(path)?);
+        match identity(path) {
+            Some(id) => {
+                opened.insert(path.to_path_buf(), (id, db.clone()));
+            }
+            None => {
+                opened.remove(path);
+            }
+        }
+        Ok(db)
     }
 
     /// A private database in memory, for tests and throw-away sessions.

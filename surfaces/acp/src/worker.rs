@@ -231,6 +231,8 @@ pub fn add_client_servers(
                     command: Some(command.to_string_lossy().into_owned()),
                     args: args.clone(),
                     env: env.iter().cloned().collect(),
+                    // The editor's servers are its session's (its roots, its state).
+                    shared: false,
                     ..McpServerConfig::default()
                 },
             ),
@@ -239,6 +241,7 @@ pub fn add_client_servers(
                 McpServerConfig {
                     url: Some(url.clone()),
                     headers: headers.iter().cloned().collect(),
+                    shared: false,
                     ..McpServerConfig::default()
                 },
             ),

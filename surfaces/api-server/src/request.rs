@@ -188,7 +188,7 @@ pub fn target(
         return Ok(Target::Named(named));
     }
     let runner = &state.runner;
-    let db = talaria_store::SessionDb::open(runner_home_db(state))
+    let db = talaria_store::SessionDb::shared(runner_home_db(state))
         .map_err(|e| ApiError::server(format!("the session database: {e}")))?;
     let placement = runner
         .map

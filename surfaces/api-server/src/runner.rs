@@ -85,6 +85,8 @@ pub struct Runner {
     /// Sessions with a run in progress (two runs appending to one session
     /// would interleave their turns).
     busy: Arc<Mutex<HashSet<String>>>,
+    /// The profile as last read (read again when config.yaml or .env changes).
+    profile: Arc<talaria_profile::ProfileCache>,
     /// The history → session index.
     pub map: SessionMap,
 }
@@ -137,13 +139,16 @@ impl Runner {
             overrides,
             cwd,
             busy: Arc::default(),
+            profile: Arc::default(),
             map,
         }
     }
 
     /// The profile's settings for a run nobody can approve anything in.
     pub fn settings(&self) -> Result<Settings, ApiError> {
-        let (env, config) = talaria_profile::load_profile(&self.home)
+        let (env, config) = self
+            .profile
+            .load(&self.home)
             .map_err(|e| ApiError::server(redact(&e.to_string())))?;
         let mut settings = Settings::resolve(&self.overrides, &env, config, &self.home)
             .map_err(|e| {
@@ -166,8 +171,8 @@ impl Runner {
         self.home.session_db()
     }
 
-    fn db(&self) -> Result<SessionDb, ApiError> {
-        SessionDb::open(self.home.session_db())
+    fn db(&self) -> Result<std::sync::Arc<SessionDb>, ApiError> {
+        SessionDb::shared(self.home.session_db())
             .map_err(|e| ApiError::server(format!("the session database: {e}")))
     }
 

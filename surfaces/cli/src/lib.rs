@@ -195,7 +195,7 @@ pub fn main() -> ExitCode {
         }
     };
     let status = runtime.block_on(async move {
-        match cli.command {
+        let status = match cli.command {
             Some(args::Command::Setup(setup_args)) => setup::run_wizard(&setup_args, &home).await,
             Some(args::Command::Chat(run_args)) => run::run(run_args, home).await,
             Some(args::Command::Plugin(args::PluginCommand::Installed(command))) => {
@@ -257,7 +257,12 @@ pub fn main() -> ExitCode {
             // Handled before the runtime starts.
             Some(args::Command::Profile(_)) => Status::Answered,
             None => run::run(cli.run, home).await,
-        }
+        };
+        // The MCP servers the process's sessions shared end with it (stdio ones would
+        // otherwise outlive it in their own process groups).
+        #[cfg(feature = "mcp")]
+        talaria_mcp::shutdown_shared().await;
+        status
     });
     // Don't wait for a blocked stdin reader (chat) when exiting.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -38,6 +38,8 @@ pub struct AgentRunner {
     /// Each chat session's browser, kept between its messages (an agent is
     /// built per message) until idle for `browser.idle_timeout_secs`.
     browsers: Arc<talaria_agent::BrowserKeeper>,
+    /// The profile as last read (read again when config.yaml or .env changes).
+    profile: Arc<talaria_profile::ProfileCache>,
 }
 
 impl std::fmt::Debug for AgentRunner {
@@ -58,6 +60,7 @@ impl AgentRunner {
             cwd,
             messenger: None,
             browsers: talaria_agent::BrowserKeeper::new(),
+            profile: Arc::default(),
         }
     }
 
@@ -69,8 +72,10 @@ impl AgentRunner {
     }
 
     fn settings(&self) -> Result<Settings, String> {
-        let (env, config) =
-            talaria_profile::load_profile(&self.home).map_err(|e| redact(&e.to_string()))?;
+        let (env, config) = self
+            .profile
+            .load(&self.home)
+            .map_err(|e| redact(&e.to_string()))?;
         let mut settings = Settings::resolve(&self.overrides, &env, config, &self.home)
             .map_err(|e| redact(&e.to_string()))?;
         // Chat users approve in the chat; nobody turns that off from there.
@@ -87,7 +92,7 @@ impl AgentRunner {
         source: &str,
         principal: &Principal,
     ) -> Result<(), String> {
-        let db = SessionDb::open(self.home.session_db())
+        let db = SessionDb::shared(self.home.session_db())
             .map_err(|e| format!("the session database: {e}"))?;
         if db
             .session(id)

@@ -173,7 +173,7 @@ impl Runner {
 
     /// The full id of the session `prefix` names, among `principal`'s.
     fn resolve(&self, prefix: &str, principal: &Principal) -> Result<String, RunError> {
-        let db = SessionDb::open(self.home.session_db())
+        let db = SessionDb::shared(self.home.session_db())
             .map_err(|e| RunError::Session(format!("cannot continue a session: {e}")))?;
         db.resolve_id(prefix, principal)
             .map_err(|e| RunError::Session(format!("cannot continue: {e}")))

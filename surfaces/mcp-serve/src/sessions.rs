@@ -73,10 +73,9 @@ impl Sessions {
         Self { home }
     }
 
-    /// Opened per call: the database is shared with other Talaria processes
-    /// (and runs of this server), and opening is cheap.
-    fn open(&self) -> Result<SessionDb, SessionsError> {
-        Ok(SessionDb::open(self.home.session_db())?)
+    /// The process's handle ([`SessionDb::shared`]); other Talaria processes have their own.
+    fn open(&self) -> Result<std::sync::Arc<SessionDb>, SessionsError> {
+        Ok(SessionDb::shared(self.home.session_db())?)
     }
 
     /// Whether secrets are redacted in what `read_session` returns: the

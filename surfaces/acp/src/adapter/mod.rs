@@ -412,7 +412,7 @@ fn spec(
     }
     let resume = match resume {
         Some(id) => {
-            let db = SessionDb::open(state.options.home.session_db())
+            let db = SessionDb::shared(state.options.home.session_db())
                 .map_err(|e| internal(format!("cannot open the session store: {e}")))?;
             // Exact ids only: an editor names sessions it was given. The id stays the
             // editor's; the conversation goes on where compressions continued it.
@@ -719,7 +719,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 }
 
 fn list(state: &State, cwd: Option<&Path>) -> Result<Vec<SessionListing>, Error> {
-    let db = SessionDb::open(state.options.home.session_db())
+    let db = SessionDb::shared(state.options.home.session_db())
         .map_err(|e| internal(format!("cannot open the session store: {e}")))?;
     let query = ListQuery {
         limit: 100,
