@@ -5,7 +5,8 @@
 //! after it, and after 1,000 distinct conversations. Prints a table (medians); asserts nothing
 //! about speed.
 //!
-//! `cargo bench --bench cost` measures the binary cargo built with the bench (every
+//! Each run's CPU and peak RSS are the kernel's accounting of that process alone. `cargo
+//! bench --bench cost` measures the binary cargo built with the bench (every
 //! first-party plugin of `scripts/build-plugins` installed next to it, compiled on the warm-up
 //! run); `TALARIA_BENCH_BIN=PATH` measures another build, e.g. a release or distribution
 //! binary (it finds its plugins next to itself the same way).
@@ -18,10 +19,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
+use talaria_testkit::{Script, ScriptedServer, ServerOptions, Step, ToolCall};
 
 const RUNS: usize = 7;
 const SERVER_KEY: &str = "bench-server-key";
+/// The first argument of this bench run as a measuring helper (see [`measured`]).
+const MEASURE: &str = "--measure-one-run";
 
 fn binary() -> PathBuf {
     std::env::var_os("TALARIA_BENCH_BIN").map_or_else(
@@ -45,33 +48,52 @@ fn talaria(home: &Path, work: &Path) -> Command {
     command
 }
 
-/// CPU milliseconds and peak RSS (MiB) of one run of `command`, as GNU time (Debian's
-/// `time` package) reports them from the kernel's accounting of the finished process.
+/// CPU milliseconds and peak RSS (MiB) of one run of `command`: run by this bench itself
+/// in its `--measure` mode, whose only child it is, so the kernel's accounting of the
+/// children of that process (`getrusage`, microseconds and kilobytes) is the run's alone.
 fn measured(command: Command) -> (f64, f64) {
-    let report = tempfile::NamedTempFile::new().unwrap();
-    let mut timed = Command::new("/usr/bin/time");
-    timed
-        .args(["-f", "%U %S %M", "-o"])
-        .arg(report.path())
+    let mut helper = Command::new(std::env::current_exe().unwrap());
+    helper
+        .arg(MEASURE)
         .arg(command.get_program())
         .args(command.get_args())
         .env_clear()
         .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .current_dir(command.get_current_dir().unwrap_or(Path::new(".")))
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let status = timed.status().unwrap();
-    assert!(status.success(), "{command:?} failed");
-    let text = std::fs::read_to_string(report.path()).unwrap();
+    let output = helper.output().unwrap();
+    assert!(output.status.success(), "{command:?} failed");
+    let text = String::from_utf8_lossy(&output.stdout);
     let figures: Vec<f64> = text
         .split_whitespace()
         .filter_map(|word| word.parse().ok())
         .collect();
-    let [user, sys, kib] = figures[..] else {
-        panic!("unexpected report from time: {text}");
+    let [cpu_us, kib] = figures[..] else {
+        panic!("unexpected report: {text}");
     };
-    ((user + sys) * 1000.0, kib / 1024.0)
+    (cpu_us / 1000.0, kib / 1024.0)
+}
+
+/// The `--measure` mode: runs `program args…` once and prints its CPU microseconds and peak
+/// RSS in KiB.
+fn measure_one(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{program:?} {args:?}: {status}");
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
+    let us = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1e6 + t.tv_usec() as f64;
+    println!(
+        "{} {}",
+        us(usage.user_time()) + us(usage.system_time()),
+        usage.max_rss()
+    );
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -96,6 +118,16 @@ fn home_for(root: &Path, name: &str, model: &ScriptedServer) -> PathBuf {
     home
 }
 
+/// The scripted model, streaming each SSE event as one HTTP chunk, as hosted APIs flush (the
+/// test suite's 11-byte chunks would add hundreds of reads per reply to every figure).
+fn model_server(script: Script) -> ScriptedServer {
+    let options = ServerOptions {
+        chunk_size: 0,
+        ..ServerOptions::default()
+    };
+    ScriptedServer::spawn_with(script, options).unwrap()
+}
+
 fn tool_turn(name: &str, arguments: serde_json::Value) -> Step {
     Step::tool_calls([ToolCall::new(name, arguments.to_string())])
 }
@@ -103,10 +135,9 @@ fn tool_turn(name: &str, arguments: serde_json::Value) -> Step {
 /// Median CPU ms and peak RSS MiB of a one-shot whose model plays `turns` and then answers.
 fn one_shot(root: &Path, name: &str, work: &Path, turns: &[Step]) -> (f64, f64) {
     let per_run = turns.len() + 1;
-    let model = ScriptedServer::spawn(Script::new(
+    let model = model_server(Script::new(
         (0..=RUNS).flat_map(|_| turns.iter().cloned().chain([Step::text("done")])),
-    ))
-    .unwrap();
+    ));
     let home = home_for(root, name, &model);
     let runs: Vec<(f64, f64)> = (0..=RUNS)
         .map(|_| {
@@ -221,10 +252,13 @@ fn api_server(root: &Path, work: &Path) -> ServerFigures {
     const BURST: usize = 20;
     const SEQUENTIAL: usize = 100;
     const MANY: usize = 1000;
-    let total = 1 + SEQUENTIAL + BURST + MANY;
-    let model = ScriptedServer::spawn(Script::new((0..total).map(|i| Step::text(format!("a{i}")))))
-        .unwrap();
+    let total = 2 + SEQUENTIAL + BURST + MANY;
+    let model = model_server(Script::new((0..total).map(|i| Step::text(format!("a{i}")))));
     let home = home_for(root, "serve", &model);
+    // A warm profile, as an installed Talaria has: its plugins compiled and listed once.
+    let mut warm = talaria(&home, work);
+    warm.args(["-q", "warm up"]);
+    assert!(warm.status().unwrap().success());
     let server = serve(&home, work);
     let pid = server.child.id();
     streamed_chat(server.port, 0);
@@ -276,6 +310,11 @@ fn api_server(root: &Path, work: &Path) -> ServerFigures {
 }
 
 fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|arg| arg == MEASURE) {
+        measure_one(&args[2], &args[3..]);
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let work = root.path().join("work");
     std::fs::create_dir_all(work.join("notes")).unwrap();
