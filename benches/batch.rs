@@ -4,7 +4,8 @@
 //! and one that takes 200 ms per answer (40 prompts: workers overlap the
 //! model's latency), with 1, 4 and 8 workers; 3 runs each.
 //!
-//! `cargo bench --bench batch`. Prints items per second (min/median/max).
+//! Each run's profile is warmed by one one-shot first. `cargo bench --bench batch` (or with
+//! `TALARIA_BENCH_BIN=PATH`, another build). Prints items per second (min/median/max).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,12 +13,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use talaria_testkit::{Script, ScriptedServer, Step};
+use talaria_testkit::{Script, ScriptedServer, ServerOptions, Step};
 
 const RUNS: usize = 3;
 
 fn talaria(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_talaria"));
+    // `TALARIA_BENCH_BIN`: another build to measure (it finds its plugins next to itself).
+    let binary = std::env::var_os("TALARIA_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_talaria").into());
+    let mut command = Command::new(binary);
     command
         .env_clear()
         .env("TALARIA_HOME", home)
@@ -30,9 +34,19 @@ fn talaria(home: &Path) -> Command {
 /// model answering after `delay_ms`.
 fn one_run(items: usize, workers: usize, delay_ms: u64) -> f64 {
     let home = tempfile::tempdir().unwrap();
-    let model = ScriptedServer::spawn(Script::new(
-        (0..items).map(|i| Step::text(format!("answer {i}")).delayed(delay_ms)),
-    ))
+    // One answer more: a one-shot first warms the profile (its plugins compiled and listed,
+    // as an installed Talaria has them), so the batch measures items, not the first compile.
+    let options = ServerOptions {
+        chunk_size: 0,
+        ..ServerOptions::default()
+    };
+    let model = ScriptedServer::spawn_with(
+        Script::new(
+            std::iter::once(Step::text("warm"))
+                .chain((0..items).map(|i| Step::text(format!("answer {i}")).delayed(delay_ms))),
+        ),
+        options,
+    )
     .unwrap();
     std::fs::write(
         home.path().join("config.yaml"),
@@ -48,6 +62,13 @@ fn one_run(items: usize, workers: usize, delay_ms: u64) -> f64 {
         .collect();
     std::fs::write(&prompts, lines.join("\n")).unwrap();
     let out = home.path().join("out");
+    let warmed = talaria(home.path())
+        .args(["-q", "warm up"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(warmed.success());
     let started = Instant::now();
     let status = talaria(home.path())
         .args(["batch", "run"])

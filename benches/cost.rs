@@ -9,7 +9,8 @@
 //! bench --bench cost` measures the binary cargo built with the bench (every
 //! first-party plugin of `scripts/build-plugins` installed next to it, compiled on the warm-up
 //! run); `TALARIA_BENCH_BIN=PATH` measures another build, e.g. a release or distribution
-//! binary (it finds its plugins next to itself the same way).
+//! binary (it finds its plugins next to itself the same way). `MALLOC_ARENA_MAX`, when set,
+//! is passed on (to compare allocator settings).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -41,6 +42,7 @@ fn talaria(home: &Path, work: &Path) -> Command {
         .env("HOME", home)
         .env("TALARIA_API_KEY", "sk-bench")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(std::env::var_os("MALLOC_ARENA_MAX").map(|v| ("MALLOC_ARENA_MAX", v)))
         .current_dir(work)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -217,8 +219,9 @@ fn serve(home: &Path, work: &Path) -> Server {
     Server { child, port }
 }
 
-/// One streamed chat (a new conversation: `n` makes it distinct); seconds until `[DONE]`.
-fn streamed_chat(port: u16, n: usize) -> f64 {
+/// One streamed chat (a new conversation: `n` makes it distinct): seconds until `[DONE]`, and
+/// until the first chunk (the assistant's role) arrived.
+fn streamed_chat(port: u16, n: usize) -> (f64, f64) {
     let body = format!(
         r#"{{"model":"talaria","stream":true,"messages":[{{"role":"user","content":"conversation {n}"}}]}}"#
     );
@@ -231,15 +234,31 @@ fn streamed_chat(port: u16, n: usize) -> f64 {
     let started = Instant::now();
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(request.as_bytes()).unwrap();
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).unwrap();
+    let mut reply = Vec::new();
+    let mut first_chunk = None;
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = stream.read(&mut buffer).unwrap();
+        if read == 0 {
+            break;
+        }
+        reply.extend_from_slice(&buffer[..read]);
+        if first_chunk.is_none() && reply.windows(6).any(|w| w == b"\"role\"") {
+            first_chunk = Some(started.elapsed().as_secs_f64());
+        }
+    }
+    let reply = String::from_utf8_lossy(&reply);
     assert!(reply.contains("[DONE]"), "{reply}");
-    started.elapsed().as_secs_f64()
+    (
+        started.elapsed().as_secs_f64(),
+        first_chunk.unwrap_or(f64::NAN),
+    )
 }
 
 struct ServerFigures {
     cpu_per_request_ms: f64,
     sequential_p50_ms: f64,
+    first_chunk_p50_ms: f64,
     idle_mib: f64,
     burst_p50_ms: f64,
     burst_peak_mib: f64,
@@ -261,16 +280,17 @@ fn api_server(root: &Path, work: &Path) -> ServerFigures {
     assert!(warm.status().unwrap().success());
     let server = serve(&home, work);
     let pid = server.child.id();
-    streamed_chat(server.port, 0);
+    let _ = streamed_chat(server.port, 0);
     std::thread::sleep(Duration::from_millis(500));
     let idle_mib = status_mib(pid, "VmRSS");
 
     let before = cpu_ms(pid);
-    let mut times: Vec<f64> = (1..=SEQUENTIAL)
+    let times: Vec<(f64, f64)> = (1..=SEQUENTIAL)
         .map(|n| streamed_chat(server.port, n))
         .collect();
     let cpu_per_request_ms = (cpu_ms(pid) - before) / SEQUENTIAL as f64;
-    let sequential_p50_ms = median(std::mem::take(&mut times)) * 1000.0;
+    let sequential_p50_ms = median(times.iter().map(|t| t.0).collect()) * 1000.0;
+    let first_chunk_p50_ms = median(times.iter().map(|t| t.1).collect()) * 1000.0;
     let after_100_mib = status_mib(pid, "VmRSS");
 
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(BURST));
@@ -286,20 +306,21 @@ fn api_server(root: &Path, work: &Path) -> ServerFigures {
             })
         })
         .collect();
-    let burst: Vec<f64> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let burst: Vec<f64> = threads.into_iter().map(|t| t.join().unwrap().0).collect();
     let burst_p50_ms = median(burst) * 1000.0;
     let burst_peak_mib = status_mib(pid, "VmHWM");
     std::thread::sleep(Duration::from_secs(2));
     let after_burst_mib = status_mib(pid, "VmRSS");
 
     for n in 0..MANY {
-        streamed_chat(server.port, 20_000 + n);
+        let _ = streamed_chat(server.port, 20_000 + n);
     }
     std::thread::sleep(Duration::from_millis(500));
     let after_1000_mib = status_mib(pid, "VmRSS");
     ServerFigures {
         cpu_per_request_ms,
         sequential_p50_ms,
+        first_chunk_p50_ms,
         idle_mib,
         burst_p50_ms,
         burst_peak_mib,
@@ -379,6 +400,10 @@ fn main() {
     println!(
         "| API server: p50 latency, one client / 20 concurrent streams | {:.1} / {:.1} ms | ≤ 5 ms added |",
         server.sequential_p50_ms, server.burst_p50_ms
+    );
+    println!(
+        "| API server: p50 time to the first streamed chunk (one client) | {:.1} ms | before the model call |",
+        server.first_chunk_p50_ms
     );
     println!(
         "| API server RSS: idle / peak of the burst / 2 s after | {:.1} / {:.1} / {:.1} MiB | ≤ 50 / ≤ 100 / within 20 % of idle |",

@@ -22,6 +22,14 @@ pub struct SessionDb {
     path: PathBuf,
 }
 
+type Opened = HashMap<PathBuf, ((u64, u64), Arc<SessionDb>)>;
+
+/// The handles [`SessionDb::shared`] gave out, by path.
+fn opened() -> &'static Mutex<Opened> {
+    static OPENED: OnceLock<Mutex<Opened>> = OnceLock::new();
+    OPENED.get_or_init(Mutex::default)
+}
+
 impl SessionDb {
     /// Opens (creating it and its parent directories if needed) and migrates
     /// the database at `path`. A database from a newer Talaria is refused and
@@ -64,17 +72,12 @@ impl SessionDb {
     /// turns on one connection instead of meeting as rival writers, whose `SQLITE_BUSY`
     /// retries sleep: with four batch workers that made four slower than one.
     pub fn shared(path: impl AsRef<Path>) -> Result<Arc<Self>> {
-        type Opened = HashMap<PathBuf, ((u64, u64), Arc<SessionDb>)>;
-        static OPENED: OnceLock<Mutex<Opened>> = OnceLock::new();
         let identity = |path: &Path| {
             use std::os::unix::fs::MetadataExt as _;
             std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
         };
         let path = path.as_ref();
-        let mut opened = OPENED
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut opened = opened().lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((id, db)) = opened.get(path)
             && identity(path) == Some(*id)
         {
@@ -90,6 +93,15 @@ impl SessionDb {
             }
         }
         Ok(db)
+    }
+
+    /// Lets go of the process's shared handles (at exit: the last connection to close
+    /// checkpoints the write-ahead log and removes it, so the next start has none to replay).
+    pub fn release_shared() {
+        opened()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// A private database in memory, for tests and throw-away sessions.
@@ -246,5 +258,34 @@ mod tests {
         }
         let _db = SessionDb::open(&path).unwrap();
         assert_eq!(mode(&path), 0o600);
+    }
+
+    #[test]
+    fn a_process_shares_one_handle_per_file_until_it_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.sqlite");
+        let first = SessionDb::shared(&path).unwrap();
+        let again = SessionDb::shared(&path).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "a second handle was opened");
+        let other = SessionDb::shared(dir.path().join("other.sqlite")).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+
+        // Deleted (and made again by the next open): a new handle on the new file.
+        drop((first, again));
+        std::fs::remove_file(&path).unwrap();
+        let fresh = SessionDb::shared(&path).unwrap();
+        assert!(path.exists());
+        let last = SessionDb::shared(&path).unwrap();
+        assert!(Arc::ptr_eq(&fresh, &last));
+        drop((fresh, last));
+        assert!(
+            dir.path().join("sessions.sqlite-wal").exists(),
+            "the shared handle is open until released"
+        );
+        SessionDb::release_shared();
+        assert!(
+            !dir.path().join("sessions.sqlite-wal").exists(),
+            "released handles left the database open"
+        );
     }
 }

@@ -262,6 +262,7 @@ pub fn main() -> ExitCode {
         // otherwise outlive it in their own process groups).
         #[cfg(feature = "mcp")]
         talaria_mcp::shutdown_shared().await;
+        talaria_store::SessionDb::release_shared();
         status
     });
     // Don't wait for a blocked stdin reader (chat) when exiting.
