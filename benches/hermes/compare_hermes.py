@@ -683,8 +683,7 @@ def report(
     add(f"- Machine: {meta['cpu']}, {meta['cores']} cores, {meta['memory']} memory; {meta['os']}")
     add(f"- Load average when the run started / ended: {meta['load_start']} / {meta['load_end']} "
         "(a shared machine: wall times carry its noise, CPU time much less)")
-    add(f"- Talaria: {meta['talaria_version']} (commit {meta['commit']}), default distribution "
-        "(`distributions/default.toml`: fs and terminal plugins, compiled ahead of time)")
+    add(f"- Talaria: {meta['talaria_version']} (commit {meta['commit']}), {meta['talaria_plugins']}")
     add(f"- Hermes Agent: {meta['hermes_version']} (PyPI `hermes-agent=={HERMES_VERSION}`), {meta['python']}")
     add(f"- Streamed replies: the scripted server sends {framing(meta['chunk_size'])}; "
         "connections are kept alive between requests")
@@ -857,6 +856,19 @@ def cargo_target_dir() -> Path:
     return Path(json.loads(out.stdout)["target_directory"])
 
 
+def installed_plugins(talaria_bin: Path) -> str:
+    """The plugins the binary finds next to itself (where it looks for the distribution's), and
+    whether they were compiled ahead of time."""
+    exe_dir = talaria_bin.parent
+    names, compiled = [], False
+    for directory in (exe_dir / "plugins", exe_dir / "../share/talaria/plugins", exe_dir / "../plugins/dist"):
+        if directory.is_dir():
+            names += sorted(p.name for p in directory.iterdir() if (p / "plugin.toml").is_file())
+            compiled |= (directory / ".compiled").is_dir()
+    how = "compiled ahead of time" if compiled else "compiled on the warm-up run"
+    return f"with the plugins {', '.join(names) or '(none)'} next to it ({how})"
+
+
 def build(bench_dir: Path) -> tuple:
     """Release builds of Talaria (as the default distribution) and the scripted server."""
     target = cargo_target_dir()
@@ -947,6 +959,7 @@ def main() -> int:
         "command": " ".join(["benches/hermes/compare-hermes.sh"] + [shlex.quote(a) for a in sys.argv[1:]]),
         "load_start": load(),
         "talaria_version": first_line([str(talaria_bin), "--version"], env),
+        "talaria_plugins": installed_plugins(talaria_bin),
         "commit": first_line(["git", "-C", str(ROOT), "describe", "--always", "--dirty"]),
         "python": "Python " + first_line([str(venv / "bin" / "python"), "-c",
                                           "import platform; print(platform.python_version())"]),

@@ -164,8 +164,19 @@ fn an_empty_answer_pauses_before_the_next_poll() {
 #[test]
 fn the_next_poll_after_messages_or_a_held_poll_starts_at_once() {
     let mut io = ScriptedIo {
-        wakes: [Wake::Answered, Wake::Deadline, Wake::Answered, Wake::Answered].into(),
-        answers: [Ok(updates(1, &["a"])), Ok(json!([])), Ok(updates(2, &["b"]))].into(),
+        wakes: [
+            Wake::Answered,
+            Wake::Deadline,
+            Wake::Answered,
+            Wake::Answered,
+        ]
+        .into(),
+        answers: [
+            Ok(updates(1, &["a"])),
+            Ok(json!([])),
+            Ok(updates(2, &["b"])),
+        ]
+        .into(),
         ..ScriptedIo::default()
     };
     let mut events = EventLoop::new(25);

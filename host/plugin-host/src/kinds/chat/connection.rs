@@ -8,7 +8,6 @@ use std::time::Duration;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::ChatAdapterKind;
 use super::types::{
     ChatCapabilities, ChatDetails, InboundMessage, Outbound, SendOutcome, WebhookRequest,
     WebhookResponse,
@@ -134,14 +133,7 @@ impl ChatConnection {
         work: HostWork,
     ) -> Result<Self, ChatError> {
         let name = plugin.name().to_owned();
-        let Some((_, pre)) = plugin
-            .inner
-            .pre::<ChatAdapterKind>()
-            .await
-            .map_err(|error| error.into_call_error(&name))?
-        else {
-            return Err(ChatError::NotAnAdapter { plugin: name });
-        };
+        let pre = super::adapter_pre(plugin).await?;
         let base = &plugin.inner.shared;
         let mut merged = base.config.clone();
         merged.extend(config.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -157,19 +157,24 @@ impl PluginChatAdapters {
 /// `allowed_users`): the entries it refuses, each with its reason. An
 /// adapter without `chat-identity` (0.1.2) refuses none. Runs in a fresh
 /// instance, as at load.
+/// What runs `plugin`'s adapter, its code read and prepared now if it was loaded from its
+/// listing.
+pub(crate) async fn adapter_pre(plugin: &LoadedPlugin) -> Result<&ChatPre, ChatError> {
+    let name = plugin.name();
+    match plugin.inner.pre::<ChatAdapterKind>().await {
+        Ok(Some((_, pre))) => Ok(pre),
+        Ok(None) => Err(ChatError::NotAnAdapter {
+            plugin: name.to_owned(),
+        }),
+        Err(error) => Err(error.into_call_error(name).into()),
+    }
+}
+
 pub async fn check_allowed_users(
     plugin: &LoadedPlugin,
     entries: &[String],
 ) -> Result<Vec<(String, String)>, ChatError> {
-    let name = plugin.name().to_owned();
-    let Some((_, pre)) = plugin
-        .inner
-        .pre::<ChatAdapterKind>()
-        .await
-        .map_err(|error| error.into_call_error(&name))?
-    else {
-        return Err(ChatError::NotAnAdapter { plugin: name });
-    };
+    let pre = adapter_pre(plugin).await?;
     let Some(indices) = &pre.identity else {
         return Ok(Vec::new());
     };

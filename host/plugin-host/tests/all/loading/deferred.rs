@@ -12,12 +12,12 @@ fn deferring_host(root: &Path, data: &str) -> PluginHost {
         .unwrap()
 }
 
-fn cwasm_files(cache: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(cache)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
-        .collect()
+/// Loads `dir` once with nothing granted (compiling it and remembering what it lists).
+async fn list_once(root: &Path, dir: &Path) {
+    deferring_host(root, "data1")
+        .load(dir, &Grants::none())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -48,10 +48,7 @@ async fn a_listed_component_is_read_at_its_first_call() {
 async fn other_settings_or_grants_are_listed_again() {
     let root = tempfile::tempdir().unwrap();
     let fs = variant(&fs_dir(), &root.path().join("fs"), |m| m);
-    deferring_host(root.path(), "data1")
-        .load(&fs, &Grants::none())
-        .await
-        .unwrap();
+    list_once(root.path(), &fs).await;
     let manifest = talaria_plugin_host::Manifest::load(&fs.join("plugin.toml")).unwrap();
     let granted = deferring_host(root.path(), "data2");
     let loaded = granted
@@ -70,11 +67,8 @@ async fn other_settings_or_grants_are_listed_again() {
 async fn a_tampered_compiled_file_is_refused_at_first_use() {
     let root = tempfile::tempdir().unwrap();
     let noop = variant(&noop_dir(), &root.path().join("noop"), |m| m);
-    deferring_host(root.path(), "data1")
-        .load(&noop, &Grants::none())
-        .await
-        .unwrap();
-    let files = cwasm_files(&root.path().join("cache"));
+    list_once(root.path(), &noop).await;
+    let files = super::compiled_entries(&root.path().join("cache"));
     let [entry] = files.as_slice() else {
         panic!("one compiled file expected: {files:?}");
     };
@@ -108,10 +102,7 @@ async fn a_tampered_compiled_file_is_refused_at_first_use() {
 async fn a_component_replaced_after_listing_is_not_run_under_the_old_listing() {
     let root = tempfile::tempdir().unwrap();
     let noop = variant(&noop_dir(), &root.path().join("noop"), |m| m);
-    deferring_host(root.path(), "data1")
-        .load(&noop, &Grants::none())
-        .await
-        .unwrap();
+    list_once(root.path(), &noop).await;
     let host = deferring_host(root.path(), "data2");
     let listed = host.load(&noop, &Grants::none()).await.unwrap();
     assert!(!listed.code_loaded());
@@ -132,10 +123,7 @@ async fn a_component_replaced_after_listing_is_not_run_under_the_old_listing() {
 async fn a_planted_listing_is_not_believed() {
     let root = tempfile::tempdir().unwrap();
     let noop = variant(&noop_dir(), &root.path().join("noop"), |m| m);
-    deferring_host(root.path(), "data1")
-        .load(&noop, &Grants::none())
-        .await
-        .unwrap();
+    list_once(root.path(), &noop).await;
     let listed_dir = root.path().join("cache/listed");
     for entry in std::fs::read_dir(&listed_dir).unwrap() {
         let path = entry.unwrap().path();
