@@ -52,6 +52,8 @@ mod knowledge;
 mod languages;
 #[path = "all/listeners.rs"]
 mod listeners;
+#[path = "all/load_by_need.rs"]
+mod load_by_need;
 #[path = "all/mcp.rs"]
 mod mcp;
 #[path = "all/mcp_principals.rs"]
