@@ -67,7 +67,7 @@ pub(crate) fn resume_or_start(
     notices: &mut Vec<String>,
 ) -> Result<(String, Vec<talaria_kernel::Message>), BuildError> {
     let (Some(id), Some(db)) = (resume, db) else {
-        return Ok((new_session_id(), Vec::new()));
+        return Ok((talaria_store::new_session_id(), Vec::new()));
     };
     // Another principal's session is as unknown as a missing one; a new one is started
     // under the id only when nobody has it.
@@ -115,12 +115,4 @@ pub(crate) fn session_store(
         )),
         None => Arc::new(MemorySessionStore::default()),
     }
-}
-
-/// A sortable, unique-enough session id: UTC timestamp plus random suffix.
-fn new_session_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    format!("{}_{:06x}", now.as_secs(), fastrand::u32(..0x0100_0000))
 }

@@ -33,6 +33,21 @@ mod snippet;
 mod write;
 
 pub use db::SessionDb;
+
+/// A new session id: the Unix time `now` in seconds and 48 random bits. Sessions of many
+/// chats start in the same second (a gateway's burst); 24 random bits let two of them meet
+/// about once in a thousand-chat burst, and the second chat's turn was then lost.
+pub fn session_id_at(now: u64) -> String {
+    format!("{now}_{:012x}", fastrand::u64(..1 << 48))
+}
+
+/// [`session_id_at`] now.
+pub fn new_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    session_id_at(now.as_secs())
+}
 pub use error::{Result, StoreError};
 pub use port::SqliteSessionStore;
 pub use resume::{INTERRUPTED_RESULT, repair_for_resume};

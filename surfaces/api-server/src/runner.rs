@@ -249,7 +249,7 @@ impl Runner {
             content: text,
             ..Message::default()
         }));
-        let id = new_session_id();
+        let id = talaria_store::new_session_id();
         let guard = self.claim(&id)?;
         db.create_session(&NewSession {
             id: id.clone(),
@@ -385,14 +385,6 @@ impl Runner {
             finish_reason,
         })
     }
-}
-
-/// A session id in the agent's format (unix seconds, random suffix).
-fn new_session_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    format!("{}_{:06x}", now.as_secs(), fastrand::u32(..0x0100_0000))
 }
 
 /// `text` with credentials replaced (errors may quote a request or a key).

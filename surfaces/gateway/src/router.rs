@@ -220,7 +220,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection, rusqlite::Error> {
 
 /// A session id in the agent's format (Unix seconds, random suffix).
 pub(crate) fn new_session_id(now: u64) -> String {
-    format!("{now}_{:06x}", fastrand::u32(..0x0100_0000))
+    talaria_store::session_id_at(now)
 }
 
 #[cfg(test)]
