@@ -37,11 +37,13 @@ fn write_prompts(path: &Path, n: usize) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
-/// The lines written so far (each must parse).
+/// The lines written so far (each must parse): the complete ones, ended by a newline — a
+/// batch still running may be in the middle of writing the next.
 fn lines(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("trajectories.jsonl"))
         .unwrap_or_default()
-        .lines()
+        .split_inclusive('\n')
+        .filter_map(|line| line.strip_suffix('\n'))
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect()
 }
