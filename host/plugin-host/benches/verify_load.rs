@@ -95,7 +95,7 @@ fn sealed_body(file: &std::fs::File, len: usize) -> std::fs::File {
     let body = unsafe { std::fs::File::from_raw_fd(fd) };
     // std copies between files inside the kernel (copy_file_range, else sendfile).
     let mut body_writer = &body;
-    let copied = std::io::copy(&mut (&*file).take(len as u64), &mut body_writer).unwrap();
+    let copied = std::io::copy(&mut file.take(len as u64), &mut body_writer).unwrap();
     assert_eq!(copied, len as u64);
     let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
     // SAFETY: fcntl on a descriptor we own.
@@ -150,7 +150,9 @@ fn main() {
         let (memfd_p50, memfd_p95) = time(|| drop(memfd(&engine, &sealed)));
         let (floor_p50, floor_p95) = time(|| drop(unchecked(&engine, &plain)));
         let in_memory = std::fs::read(&plain).unwrap();
-        let (mac_p50, _) = time(|| drop(std::hint::black_box(mac(&in_memory))));
+        let (mac_p50, _) = time(|| {
+            std::hint::black_box(mac(&in_memory));
+        });
         println!(
             "| {plugin} | {:.1} MB | {:.2} ms (p95 {:.2}) | {:.2} ms (p95 {:.2}) | {:.2} ms (p95 {:.2}) | {:.2} ms |",
             body.len() as f64 / 1e6,
