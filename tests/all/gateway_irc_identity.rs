@@ -176,7 +176,7 @@ fn a_services_account_is_the_identity_on_inspircd_with_atheme() {
 }
 
 /// Waits until `bot` is on the network, so what is sent to it arrives.
-fn wait_for_bot(user: &mut IrcUser, bot: &str) {
+pub(crate) fn wait_for_bot(user: &mut IrcUser, bot: &str) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
         user.send(&format!("ISON {bot}"));

@@ -56,6 +56,8 @@ fn chat_users_see_only_their_own_sessions_and_memory() {
     let _stop = KillOnDrop(gateway.id());
 
     let mut alice = IrcUser::connect(port, "alice");
+    // What is sent before the bot is on the network is lost.
+    crate::gateway_irc_identity::wait_for_bot(&mut alice, "talaria");
     alice.send(&format!("PRIVMSG talaria :remember my secret: {SECRET}"));
     assert_contains(&alice.expect("PRIVMSG alice :"), "noted");
 
