@@ -300,3 +300,20 @@ fn the_gateway_speaks_tls_to_irc_and_comes_back_after_the_server_restarts() {
     let log = stderr(&output);
     assert_contains(&log, "reconnecting");
 }
+
+/// A plain ngIRCd on a free port (its directory, its port and the server), the plugins built.
+pub(crate) fn plain_ngircd() -> (tempfile::TempDir, u16, Ngircd) {
+    assert!(
+        Ngircd::installed(false),
+        "scripts/system-deps installs ngircd"
+    );
+    build_plugins();
+    let irc_dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let options = NgircdOptions {
+        port: Some(port),
+        ..NgircdOptions::default()
+    };
+    let server = Ngircd::start(irc_dir.path(), &options).unwrap();
+    (irc_dir, port, server)
+}

@@ -7,7 +7,6 @@
 use std::time::{Duration, Instant};
 
 use talaria_testkit::inspircd::Inspircd;
-use talaria_testkit::ngircd::{Ngircd, NgircdOptions};
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 use crate::common::*;
@@ -40,18 +39,7 @@ fn lines_for(user: &mut IrcUser, limit: Duration) -> Vec<String> {
 
 #[test]
 fn a_nick_taken_over_on_ngircd_is_not_its_owner() {
-    assert!(
-        Ngircd::installed(false),
-        "scripts/system-deps installs ngircd"
-    );
-    build_plugins();
-    let irc_dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let options = NgircdOptions {
-        port: Some(port),
-        ..NgircdOptions::default()
-    };
-    let _server = Ngircd::start(irc_dir.path(), &options).unwrap();
+    let (_irc_dir, port, _server) = crate::gateway_irc::plain_ngircd();
     let model = ScriptedServer::spawn(Script::new([
         Step::text("noted"),
         Step::tool_calls([ToolCall::new("terminal", r#"{"command": "rm -rf build"}"#)]),

@@ -2,29 +2,17 @@
 //! list, resume or search each other's conversations, nor read each other's memory; the
 //! owner's command line still sees everything.
 
-use talaria_testkit::ngircd::{Ngircd, NgircdOptions};
 use talaria_testkit::{Script, ScriptedServer, Step, ToolCall};
 
 use crate::common::*;
-use crate::gateway::{free_port, gateway_command};
+use crate::gateway::gateway_command;
 use crate::gateway_irc::IrcUser;
 
 const SECRET: &str = "alice-secret-777";
 
 #[test]
 fn chat_users_see_only_their_own_sessions_and_memory() {
-    assert!(
-        Ngircd::installed(false),
-        "scripts/system-deps installs ngircd"
-    );
-    build_plugins();
-    let irc_dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let options = NgircdOptions {
-        port: Some(port),
-        ..NgircdOptions::default()
-    };
-    let _server = Ngircd::start(irc_dir.path(), &options).unwrap();
+    let (_irc_dir, port, _server) = crate::gateway_irc::plain_ngircd();
     let model = ScriptedServer::spawn(Script::new([
         // Alice's turn: she asks the agent to remember her secret.
         Step::tool_calls([ToolCall::new(

@@ -345,17 +345,16 @@ pub async fn load_plugins(
         ..SessionPlugins::default()
     };
     let needs = crate::plugin_needs::SessionNeeds::new(config, surface);
-    let (found, unneeded): (Vec<FoundPlugin>, Vec<FoundPlugin>) = discovery
-        .plugins
-        .into_iter()
-        .partition(|found| !services.for_session || needs.unneeded(found).is_none());
-    for found in &unneeded {
-        let reason = needs.unneeded(found).unwrap_or_default();
-        session.statuses.push(PluginStatus {
-            name: found.manifest.name.clone(),
-            source: found.source,
-            kinds: crate::plugin_needs::SessionNeeds::statuses(found, &reason),
-        });
+    let mut found = Vec::new();
+    for plugin in discovery.plugins {
+        match needs.unneeded(&plugin).filter(|_| services.for_session) {
+            Some(reason) => session.statuses.push(PluginStatus {
+                name: plugin.manifest.name.clone(),
+                source: plugin.source,
+                kinds: crate::plugin_needs::SessionNeeds::statuses(&plugin, &reason),
+            }),
+            None => found.push(plugin),
+        }
     }
     let notices = &mut session.notices;
     let found = &found;
